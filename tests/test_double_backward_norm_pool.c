@@ -24,41 +24,25 @@ typedef ts_hv_case hv_case;
 #define SH       TS_HV_SH
 #define shape_of ts_hv_shape
 
-static ts_opts f64_on(ts_tensor *like) {
-    return (ts_opts){.dtype = TS_F64, .device = ts_device_of(like)};
-}
-
-/* sum(tanh(y + r)) with r a fixed pattern of y's shape: a nonlinear scalar of y with no symmetry
- * that would hide a wrong term */
-static ts_tensor *head(ts_tensor *y) {
-    if (!y) return NULL;
-    const int64_t n = ts_numel(y);
-    double *r = malloc(sizeof *r * (size_t)(n ? n : 1));
-    ts_test_fill_uniform(r, n, 99);
-    ts_tensor *rt = ts_tensor_f64(ts_shape_of(y), r, f64_on(y));
-    free(r);
-    return ts_sum(ts_tanh(ts_add(y, ts_mul_scalar(rt, 0.5))));
-}
-
 /* ---------------------------------------------------------------- batch norm */
 static ts_tensor *running(ts_tensor *like, int64_t c, bool var, int seed) {
     double v[16];
     ts_test_fill_uniform(v, c, seed);
     for (int64_t i = 0; var && i < c; i++) v[i] = 0.5 + fabs(v[i]);
-    return ts_tensor_f64(TS_SHAPE(c), v, f64_on(like));
+    return ts_tensor_f64(TS_SHAPE(c), v, ts_hv_f64_on(like));
 }
 
 static ts_tensor *bn_of(ts_tensor *x, ts_tensor *w, ts_tensor *b, bool training) {
     const int64_t c = ts_size(x, 1);
-    return head(ts_batch_norm(x, running(x, c, false, 11), running(x, c, true, 12), w, b, training,
-                              0.1, 1e-5));
+    return ts_hv_head(ts_batch_norm(x, running(x, c, false, 11), running(x, c, true, 12), w, b,
+                                    training, 0.1, 1e-5));
 }
 static ts_tensor *bn(ts_tensor *x, ts_tensor *w, ts_tensor *b, bool training) {
     return bn_of(ts_mul_scalar(x, 1.7), w, b, training);
 }
 static ts_tensor *f_bn_train(ts_tensor *const *in) { return bn(in[0], in[1], in[2], true); }
 static ts_tensor *f_bn_train_plain(ts_tensor *const *in) {
-    return head(ts_batch_norm(in[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-5));
+    return ts_hv_head(ts_batch_norm(in[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-5));
 }
 /* x [3, 4, 2] as [4, 3, 2] and w [6] as every other element: the kernels read copies */
 static ts_tensor *f_bn_train_strided(ts_tensor *const *in) {
@@ -75,13 +59,13 @@ static ts_tensor *f_bn_eval_plain(ts_tensor *const *in) { return bn(in[0], NULL,
 /* ---------------------------------------------------------------- average pooling */
 /* pooling of x^2 (a nonlinearity on each side of the linear pooling) */
 static ts_tensor *pool(ts_tensor *x, int nd, ts_pool_opts o) {
-    return head(ts_avg_pool_nd(ts_mul(x, x), nd, o));
+    return ts_hv_head(ts_avg_pool_nd(ts_mul(x, x), nd, o));
 }
 static ts_tensor *f_avg2d(ts_tensor *const *in) {
     return pool(in[0], 2, (ts_pool_opts){.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}});
 }
 static ts_tensor *f_avg2d_nhwc(ts_tensor *const *in) {
-    return head(
+    return ts_hv_head(
         ts_avg_pool_nd(ts_contiguous_format(ts_mul(in[0], in[0]), TS_CHANNELS_LAST), 2,
                        (ts_pool_opts){.kernel = {2, 2}, .stride = {1, 2}, .padding = {1, 0}}));
 }
@@ -111,40 +95,40 @@ static ts_tensor *f_avg3d_divisor(ts_tensor *const *in) {
     return pool(in[0], 3, (ts_pool_opts){.kernel = {2, 2, 2}, .divisor_override = 3});
 }
 static ts_tensor *f_adaptive2d(ts_tensor *const *in) {
-    return head(ts_adaptive_avg_pool_nd(ts_mul(in[0], in[0]), 2, (int64_t[]){3, 4}));
+    return ts_hv_head(ts_adaptive_avg_pool_nd(ts_mul(in[0], in[0]), 2, (int64_t[]){3, 4}));
 }
 static ts_tensor *f_adaptive1d(ts_tensor *const *in) {
-    return head(ts_adaptive_avg_pool_nd(ts_mul(in[0], in[0]), 1, (int64_t[]){4}));
+    return ts_hv_head(ts_adaptive_avg_pool_nd(ts_mul(in[0], in[0]), 1, (int64_t[]){4}));
 }
 static ts_tensor *f_adaptive3d(ts_tensor *const *in) {
-    return head(ts_adaptive_avg_pool_nd(ts_mul(in[0], in[0]), 3, (int64_t[]){2, 3, 2}));
+    return ts_hv_head(ts_adaptive_avg_pool_nd(ts_mul(in[0], in[0]), 3, (int64_t[]){2, 3, 2}));
 }
 
 /* ---------------------------------------------------------------- transposed convolutions */
 static ts_tensor *f_ct2d(ts_tensor *const *in) { /* stride 2, padding 1, output_padding 1 */
-    return head(ts_conv_transpose2d(
+    return ts_hv_head(ts_conv_transpose2d(
         in[0], in[1], in[2],
         (ts_convnd_opts){.stride = {2, 2}, .padding = {1, 1}, .output_padding = {1, 1}}));
 }
 static ts_tensor *f_ct2d_groups(ts_tensor *const *in) { /* groups 2, dilation 2, output_padding
                                                          * >= stride (the padded form) */
-    return head(ts_conv_transpose2d(in[0], in[1], NULL,
-                                    (ts_convnd_opts){.stride = {1, 2},
-                                                     .padding = {1, 0},
-                                                     .dilation = {2, 1},
-                                                     .output_padding = {1, 1},
-                                                     .groups = 2}));
+    return ts_hv_head(ts_conv_transpose2d(in[0], in[1], NULL,
+                                          (ts_convnd_opts){.stride = {1, 2},
+                                                           .padding = {1, 0},
+                                                           .dilation = {2, 1},
+                                                           .output_padding = {1, 1},
+                                                           .groups = 2}));
 }
 static ts_tensor *f_ct2d_unbatched(ts_tensor *const *in) {
-    return head(ts_conv_transpose2d(in[0], in[1], in[2], (ts_convnd_opts){.stride = {2, 1}}));
+    return ts_hv_head(ts_conv_transpose2d(in[0], in[1], in[2], (ts_convnd_opts){.stride = {2, 1}}));
 }
 static ts_tensor *f_ct1d(ts_tensor *const *in) {
-    return head(ts_conv_transpose1d(
+    return ts_hv_head(ts_conv_transpose1d(
         in[0], in[1], in[2],
         (ts_convnd_opts){.stride = {2}, .padding = {1}, .output_padding = {1}, .dilation = {2}}));
 }
 static ts_tensor *f_ct3d(ts_tensor *const *in) {
-    return head(ts_conv_transpose3d(
+    return ts_hv_head(ts_conv_transpose3d(
         in[0], in[1], in[2],
         (ts_convnd_opts){.stride = {2, 1, 2}, .padding = {1, 0, 1}, .output_padding = {1, 0, 0}}));
 }
@@ -152,31 +136,31 @@ static ts_tensor *f_ct3d(ts_tensor *const *in) {
 /* ---------------------------------------------------------------- kinked activations */
 static ts_tensor *act_in(ts_tensor *x) { return ts_mul_scalar(x, 1.5); }
 static ts_tensor *f_hardtanh(ts_tensor *const *in) {
-    return head(ts_hardtanh(act_in(in[0]), -0.5, 0.7));
+    return ts_hv_head(ts_hardtanh(act_in(in[0]), -0.5, 0.7));
 }
 static ts_tensor *f_relu6(ts_tensor *const *in) {
-    return head(ts_relu6(ts_mul_scalar(act_in(in[0]), 5)));
+    return ts_hv_head(ts_relu6(ts_mul_scalar(act_in(in[0]), 5)));
 }
 static ts_tensor *f_threshold(ts_tensor *const *in) {
-    return head(ts_threshold(act_in(in[0]), 0.3, -0.8));
+    return ts_hv_head(ts_threshold(act_in(in[0]), 0.3, -0.8));
 }
 static ts_tensor *f_hardshrink(ts_tensor *const *in) {
-    return head(ts_hardshrink(act_in(in[0]), 0.4));
+    return ts_hv_head(ts_hardshrink(act_in(in[0]), 0.4));
 }
 static ts_tensor *f_softshrink(ts_tensor *const *in) {
-    return head(ts_softshrink(act_in(in[0]), 0.4));
+    return ts_hv_head(ts_softshrink(act_in(in[0]), 0.4));
 }
 static ts_tensor *f_leaky_relu(ts_tensor *const *in) {
-    return head(ts_leaky_relu(act_in(in[0]), 0.2));
+    return ts_hv_head(ts_leaky_relu(act_in(in[0]), 0.2));
 }
 
 /* ---------------------------------------------------------------- attention */
 static ts_tensor *f_sdpa(ts_tensor *const *in) {
-    return head(ts_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, false, 0));
+    return ts_hv_head(ts_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, false, 0));
 }
 static ts_tensor *f_sdpa_causal(ts_tensor *const *in) { /* q, k given as [B, H, E, L]: last
                                                          * dims not of unit stride (copies) */
-    return head(ts_scaled_dot_product_attention(
+    return ts_hv_head(ts_scaled_dot_product_attention(
         ts_transpose(in[0], 2, 3), ts_transpose(in[1], 2, 3), in[2], NULL, 0, true, 0.7));
 }
 /* a boolean mask [L, S] with a row that masks every key (it attends to nothing: 0, no gradient) */
@@ -184,13 +168,13 @@ static ts_tensor *f_sdpa_bool_mask(ts_tensor *const *in) {
     const bool m[15] = {1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1};
     ts_tensor *mask =
         ts_from_data(TS_SHAPE(3, 5), TS_BOOL, m, (ts_opts){.device = ts_device_of(in[0])});
-    return head(ts_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0, false, 0));
+    return ts_hv_head(ts_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0, false, 0));
 }
 static ts_tensor *f_sdpa_float_mask(ts_tensor *const *in) {
     double m[15];
     ts_test_fill_uniform(m, 15, 31);
-    ts_tensor *mask = ts_tensor_f64(TS_SHAPE(3, 5), m, f64_on(in[0]));
-    return head(ts_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0, false, 0));
+    ts_tensor *mask = ts_tensor_f64(TS_SHAPE(3, 5), m, ts_hv_f64_on(in[0]));
+    return ts_hv_head(ts_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0, false, 0));
 }
 
 static const hv_case cases[] = {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autograd/autograd.h"
@@ -11,6 +12,26 @@
 
 #define MAXIN TS_HV_MAXIN
 #define MAXN  TS_HV_MAXN
+
+ts_opts ts_hv_f64_on(ts_tensor *like) {
+    return (ts_opts){.dtype = TS_F64, .device = ts_device_of(like)};
+}
+
+ts_tensor *ts_hv_pattern(ts_shape s, int seed, ts_tensor *like) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
+    double *r = malloc(sizeof *r * (size_t)(n ? n : 1));
+    if (!r) return NULL;
+    ts_test_fill_uniform(r, n, seed);
+    ts_tensor *t = ts_tensor_f64(s, r, ts_hv_f64_on(like));
+    free(r);
+    return t;
+}
+
+ts_tensor *ts_hv_head(ts_tensor *y) {
+    if (!y) return NULL;
+    return ts_sum(ts_tanh(ts_add(y, ts_mul_scalar(ts_hv_pattern(ts_shape_of(y), 99, y), 0.5))));
+}
 
 ts_shape ts_hv_shape(ts_hv_dims s) {
     ts_shape r = {.ndim = s.ndim};

@@ -1,4 +1,4 @@
-/* test_double_backward5.c — create_graph through tensors saved under saved-tensor hooks
+/* test_double_backward_saved_hooks.c — create_graph through tensors saved under saved-tensor hooks
  * (tessera/saved_hooks.h), as PyTorch's SavedVariable does it: the backward computes with what
  * the unpack hook returns, and that tensor carries the saved tensor's history (its grad_fn and
  * output number, this node's output, or the leaf, reached through a SavedLeafBackward node), so

@@ -6,7 +6,8 @@ first derivative (float64) everywhere, and against PyTorch's own double backward
 inputs when PyTorch is importable (it is not under ctest's python3; /opt/torch2/bin/torch-python
 has it). Then func.jvp through logcumsumexp (the double-vjp trick's cotangent of zeros, where the
 signed log-space formula alone has a zero derivative) and cumprod over a zero, which stays once
-differentiable and says so."""
+differentiable and says so. DataParallel's broadcast and autocast's casts:
+test_double_backward_machinery.py."""
 import importlib.util
 import math
 import random
@@ -202,116 +203,3 @@ def test_cumprod_over_a_zero_stays_once_differentiable():
     g, = tessera.autograd.grad(_head(tessera, tessera.cumprod(x, 0)), x, create_graph=True)
     with pytest.raises(tessera.TesseraError, match="double backward through CumprodBackward0"):
         tessera.autograd.grad((g * g).sum(), x)
-
-
-def test_data_parallel_hessian_vector():
-    # nn.DataParallel over two sim devices (sim:0 and sim:1), the model's parameters' H v against
-    # central differences of the data-parallel first derivative
-    if tessera._C._device_count("sim") < 2:
-        pytest.skip("needs two sim devices (TS_SIM_DEVICES=2)")
-    device = "sim:0"
-    tessera.manual_seed(3)
-    net = tessera.nn.Sequential(tessera.nn.Linear(3, 4), tessera.nn.Tanh(),
-                                tessera.nn.Linear(4, 2)).double().to(device)
-    dp = tessera.nn.DataParallel(net, device_ids=["sim:0", "sim:1"])
-    ps = list(net.parameters())
-    x = tessera.tensor(_values(15, 21), dtype=tessera.float64, device=device).reshape(5, 3)
-    point = [_values(p.numel(), 31 + k) for k, p in enumerate(ps)]
-    direction = [_values(p.numel(), 41 + k) for k, p in enumerate(ps)]
-
-    def at(values, create=False):
-        with tessera.no_grad():
-            for p, v in zip(ps, values):
-                p.copy_(tessera.tensor(v, dtype=tessera.float64, device=device).reshape(p.shape))
-        return tessera.autograd.grad((dp(x) ** 2).sum(), ps, create_graph=create)
-
-    gs = at(point, create=True)
-    gv = sum((g * tessera.tensor(v, dtype=tessera.float64, device=device).reshape(g.shape)).sum()
-             for g, v in zip(gs, direction))
-    hv = [_flat(h) for h in tessera.autograd.grad(gv, ps)]
-    e = 1e-5
-    gp = [_flat(g) for g in at([[p + e * v for p, v in zip(pk, vk)]
-                                for pk, vk in zip(point, direction)])]
-    gm = [_flat(g) for g in at([[p - e * v for p, v in zip(pk, vk)]
-                                for pk, vk in zip(point, direction)])]
-    for k in range(len(ps)):
-        for i, h in enumerate(hv[k]):
-            want = (gp[k][i] - gm[k][i]) / (2 * e)
-            assert abs(h - want) <= 1e-6 * (1 + abs(want)), (k, i, h, want)
-
-
-@pytest.mark.parametrize("cache", [True, False])
-@pytest.mark.parametrize("device", ["cpu", "sim:0"])
-def test_autocast_casts_differentiable_again(device, cache):
-    # L = sum((x w)^2), w a float32 parameter cast to bfloat16 by mm (the cast cache when enabled)
-    # and the product cast back to float32 by mse_loss (sum against zeros; float32 on the CPU's
-    # and CUDA's lists): dL/dw = 2 X^T X W, its derivative along V
-    # 2 X^T X V; integers below 256 throughout, which bfloat16 holds exactly
-    X = [[1.0, 0.0], [2.0, 1.0], [-1.0, 1.0]]
-    W = [[1.0, 2.0], [-1.0, 3.0]]
-    V = [[2.0, -1.0], [0.0, 1.0]]
-    x = tessera.tensor(X, device=device)
-    w = tessera.tensor(W, device=device).requires_grad_()
-    with tessera.autocast(device.split(":")[0], dtype=tessera.bfloat16, cache_enabled=cache):
-        y = x @ w
-        loss = tessera.nn.functional.mse_loss(y, tessera.zeros_like(y), reduction="sum")
-    assert y.dtype == tessera.bfloat16 and loss.dtype == tessera.float32
-    g, = tessera.autograd.grad(loss, w, create_graph=True)
-    hv, = tessera.autograd.grad((g * tessera.tensor(V, device=device)).sum(), w)
-    xtx = [[sum(X[i][a] * X[i][b] for i in range(3)) for b in range(2)] for a in range(2)]
-    want_g = [2 * sum(xtx[a][b] * W[b][j] for b in range(2)) for a in range(2) for j in range(2)]
-    want_hv = [2 * sum(xtx[a][b] * V[b][j] for b in range(2)) for a in range(2) for j in range(2)]
-    assert _flat(g) == want_g and _flat(hv) == want_hv
-
-
-def _rms_ref(x, eps, w=None):
-    # F.rms_norm over the last dim in float64, by hand
-    out = []
-    for row in x:
-        r = 1.0 / math.sqrt(sum(v * v for v in row) / len(row) + eps)
-        out.append([v * r * (w[i] if w else 1.0) for i, v in enumerate(row)])
-    return out
-
-
-@pytest.mark.parametrize("device", ["cpu", "sim:0"])
-def test_rms_norm_explicit_zero_eps(device):
-    # eps=0.0 adds nothing; eps=None adds float64's epsilon for a float64 input (PyTorch's
-    # finfo(opmath).eps): rows of tiny values tell the two apart
-    F = tessera.nn.functional
-    rows = [[3e-9, -4e-9], [1e-8, 2e-8]]
-    x = tessera.tensor(rows, dtype=tessera.float64, device=device)
-    for eps, add in ((0.0, 0.0), (None, 2.0 ** -52), (1e-17, 1e-17)):
-        got = _flat(F.rms_norm(x, (2,), eps=eps))
-        want = [v for r in _rms_ref(rows, add) for v in r]
-        for a, b in zip(got, want):
-            assert abs(a - b) <= 1e-14 * abs(b), (eps, a, b)
-    # float32: eps=0.0 vs None (float32's epsilon) on values whose mean square is ~1e-12
-    x32 = tessera.tensor(rows, device=device)
-    z, d = _flat(F.rms_norm(x32, (2,), eps=0.0)), _flat(F.rms_norm(x32, (2,), eps=None))
-    wz = [v for r in _rms_ref(rows, 0.0) for v in r]
-    wd = [v for r in _rms_ref(rows, 2.0 ** -23) for v in r]
-    for a, b in zip(z + d, wz + wd):
-        assert abs(a - b) <= 1e-5 * abs(b), (a, b)
-    m = tessera.nn.RMSNorm(2, eps=0.0).to(device)
-    for a, b in zip(_flat(m(x32)), wz):
-        assert abs(a - b) <= 1e-5 * abs(b), (a, b)
-    # the repr says what PyTorch's says
-    assert "eps=0.0," in repr(m)
-    assert "eps=None," in repr(tessera.nn.RMSNorm(2))
-    assert "eps=1e-06," in repr(tessera.nn.RMSNorm(2, eps=1e-6))
-
-
-@pytest.mark.parametrize("device", ["cpu", "sim:0"])
-def test_rms_norm_autocasts_to_float32(device):
-    # on CUDA's float32 list (PyTorch 2.15's autocast_mode.h AT_FORALL_FP32), as layer_norm; on
-    # no CPU list: there a bf16 input gives bf16, computed in float32 and rounded once (decision
-    # 0033), within bf16's unit roundoff 2^-8
-    x = tessera.tensor([[1.0, -2.0, 0.5]], device=device).to(tessera.bfloat16)
-    w = tessera.tensor([1.0, 0.5, 2.0], device=device)
-    with tessera.autocast(device.split(":")[0], dtype=tessera.bfloat16):
-        y = tessera.nn.functional.rms_norm(x, (3,), w)
-    cpu = device == "cpu"
-    assert y.dtype == (tessera.bfloat16 if cpu else tessera.float32)
-    want = _rms_ref([[1.0, -2.0, 0.5]], 2.0 ** -23, [1.0, 0.5, 2.0])[0]
-    for a, b in zip(_flat(y), want):
-        assert abs(a - b) <= (2.0 ** -8 if cpu else 1e-6) * abs(b), (a, b)

@@ -1,13 +1,13 @@
-/* test_double_backward4.c — create_graph through the last nodes issue 52 left once differentiable:
- * activation checkpointing (the recomputed saved tensors handed out with the forward's history:
- * inputs of the function, leaves, intermediates, outputs, a checkpoint inside a checkpoint), the
- * pre-backward hook node (PreBackwardHook, FSDP's and the weight stream's), autocast's casts
- * (ToCopyBackward0 of the parameter cast cache and of an uncached cast) and DataParallel's
- * broadcast of the parameters (BroadcastBackward, over sim:0 and sim:1). In float64 the
- * Hessian-vector products by double backward equal central differences of first-order gradients
+/* test_double_backward_machinery.c — create_graph through the last nodes issue 52 left once
+ * differentiable: activation checkpointing (the recomputed saved tensors handed out with the
+ * forward's history: inputs of the function, leaves, intermediates, outputs, a checkpoint inside a
+ * checkpoint), the pre-backward hook node (PreBackwardHook, FSDP's and the weight stream's),
+ * autocast's casts (ToCopyBackward0 of the parameter cast cache and of an uncached cast) and
+ * DataParallel's broadcast of the parameters (BroadcastBackward, over sim:0 and sim:1). In float64
+ * the Hessian-vector products by double backward equal central differences of first-order gradients
  * (hv_check.c's rule, and the same here for the data-parallel model's parameters); autocast's in
  * bfloat16 equal the exact products on integers that bfloat16 holds exactly. Saved-tensor hooks:
- * test_double_backward5.c. */
+ * test_double_backward_saved_hooks.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

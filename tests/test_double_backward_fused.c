@@ -1,4 +1,4 @@
-/* test_double_backward2.c — create_graph through the fused nodes issue 52 made twice
+/* test_double_backward_fused.c — create_graph through the fused nodes issue 52 made twice
  * differentiable: linear_cross_entropy's chunked node (class indices with ignore_index, label
  * smoothing and class weights; probabilities; each reduction), cross_entropy's fused node
  * (CrossEntropyLossBackward0, which only CUDA has: here over host kernels written from backend.h's
@@ -29,28 +29,6 @@ typedef ts_hv_case hv_case;
 #define SH       TS_HV_SH
 #define shape_of ts_hv_shape
 
-static ts_opts f64_on(ts_tensor *like) {
-    return (ts_opts){.dtype = TS_F64, .device = ts_device_of(like)};
-}
-
-/* a fixed pattern of n values in [-1, 1) as a float64 tensor of shape s on like's device */
-static ts_tensor *pattern(ts_shape s, int seed, ts_tensor *like) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    double *r = malloc(sizeof *r * (size_t)(n ? n : 1));
-    ts_test_fill_uniform(r, n, seed);
-    ts_tensor *t = ts_tensor_f64(s, r, f64_on(like));
-    free(r);
-    return t;
-}
-
-/* sum(tanh(y + r)) with r a fixed pattern of y's shape: a nonlinear scalar of y with no symmetry
- * that would hide a wrong term */
-static ts_tensor *head(ts_tensor *y) {
-    if (!y) return NULL;
-    return ts_sum(ts_tanh(ts_add(y, ts_mul_scalar(pattern(ts_shape_of(y), 99, y), 0.5))));
-}
-
 static ts_tensor *targets(const int64_t *v, int64_t n, ts_tensor *like) {
     return ts_from_data(TS_SHAPE(n), TS_I64, v, (ts_opts){.device = ts_device_of(like)});
 }
@@ -63,12 +41,12 @@ static ts_tensor *lce(ts_tensor *const *in, ts_loss_opts o, const int64_t *t) {
     ts_tensor *x = ts_mul_scalar(in[0], 1.5); /* a non-leaf input */
     ts_tensor *y =
         ts_linear_cross_entropy(x, in[1], in[2], targets(t, 5, in[0]), o, 2 /* chunk rows */);
-    return o.reduction == TS_REDUCTION_NONE ? head(y) : ts_mul(y, y);
+    return o.reduction == TS_REDUCTION_NONE ? ts_hv_head(y) : ts_mul(y, y);
 }
 static ts_tensor *f_lce_mean(ts_tensor *const *in) { return lce(in, (ts_loss_opts){0}, lce_t); }
 static ts_tensor *f_lce_ignore_smooth_weight(ts_tensor *const *in) {
     const double cw[3] = {0.5, 1.5, 1.0};
-    ts_loss_opts o = {.weight = ts_tensor_f64(TS_SHAPE(3), cw, f64_on(in[0])),
+    ts_loss_opts o = {.weight = ts_tensor_f64(TS_SHAPE(3), cw, ts_hv_f64_on(in[0])),
                       .has_ignore_index = true,
                       .ignore_index = -1,
                       .label_smoothing = 0.2};
@@ -83,7 +61,7 @@ static ts_tensor *f_lce_sum_nobias(ts_tensor *const *in) {
     return ts_mul(y, y);
 }
 static ts_tensor *f_lce_probs(ts_tensor *const *in) {
-    ts_tensor *p = ts_softmax(pattern(TS_SHAPE(5, 3), 41, in[0]), 1);
+    ts_tensor *p = ts_softmax(ts_hv_pattern(TS_SHAPE(5, 3), 41, in[0]), 1);
     ts_tensor *y =
         ts_linear_cross_entropy(in[0], in[1], in[2], p, (ts_loss_opts){.label_smoothing = 0.1}, 2);
     return ts_mul(y, y);
@@ -141,19 +119,19 @@ static ts_tensor *f_ce_fused(ts_tensor *const *in) {
     return ts_mul(y, y);
 }
 static ts_tensor *f_ce_fused_none(ts_tensor *const *in) {
-    return head(ts_cross_entropy_ex(in[0], targets(ce_t, 4, in[0]),
-                                    (ts_loss_opts){.reduction = TS_REDUCTION_NONE}));
+    return ts_hv_head(ts_cross_entropy_ex(in[0], targets(ce_t, 4, in[0]),
+                                          (ts_loss_opts){.reduction = TS_REDUCTION_NONE}));
 }
 
 /* ---------------------------------------------------------------- attention with dropout */
 /* the same seed before each call: every evaluation drops the same weights */
 static ts_tensor *f_sdpa_dropout(ts_tensor *const *in) {
     ts_manual_seed(1234);
-    return head(ts_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.3, false, 0));
+    return ts_hv_head(ts_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.3, false, 0));
 }
 static ts_tensor *f_sdpa_dropout_causal(ts_tensor *const *in) {
     ts_manual_seed(99);
-    return head(ts_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.5, true, 0.6));
+    return ts_hv_head(ts_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.5, true, 0.6));
 }
 
 /* ---------------------------------------------------------------- recurrent sequence node */
@@ -167,8 +145,8 @@ static ts_tensor *seq(ts_tensor *const *in, bool lstm, bool reverse, bool proj) 
     ts_tensor *y = NULL, *hn = NULL, *cn = NULL;
     CHECK(tsi_rnn_seq_fused(lstm, xw, in[3], lstm ? NULL : in[4], h0, c0, reverse,
                             proj ? &pr : NULL, &y, &hn, &cn));
-    ts_tensor *s = ts_add(head(y), head(ts_mul_scalar(hn, 2)));
-    return lstm ? ts_add(s, head(cn)) : s;
+    ts_tensor *s = ts_add(ts_hv_head(y), ts_hv_head(ts_mul_scalar(hn, 2)));
+    return lstm ? ts_add(s, ts_hv_head(cn)) : s;
 }
 static ts_tensor *f_seq_lstm(ts_tensor *const *in) { return seq(in, true, false, true); }
 static ts_tensor *f_seq_lstm_rev_xw(ts_tensor *const *in) { return seq(in, true, true, false); }
@@ -183,8 +161,8 @@ static ts_tensor *module_of(ts_tensor *const *in, bool lstm) {
     m = ts_module_to(ts_module_to_dtype(m, TS_F64), ts_device_of(in[0]));
     ts_tensor *h0 = ts_mul_scalar(in[1], 0.5), *c0 = lstm ? in[2] : NULL, *hn = NULL, *cn = NULL;
     ts_tensor *y = ts_rnn_forward(m, ts_tanh(in[0]), h0, c0, NULL, &hn, lstm ? &cn : NULL);
-    ts_tensor *s = ts_add(head(y), head(hn));
-    if (lstm) s = ts_add(s, head(cn));
+    ts_tensor *s = ts_add(ts_hv_head(y), ts_hv_head(hn));
+    if (lstm) s = ts_add(s, ts_hv_head(cn));
     ts_module_free(m); /* the graph keeps the weights it needs */
     return s;
 }
@@ -198,10 +176,10 @@ static ts_tensor *cell(ts_tensor *const *in, bool lstm) {
     ts_tensor *h = ts_mul_scalar(in[3], 0.7);
     const tsi_rnn_cell_recipe r = {in[0], in[1], in[2], h, in[4], in[5]};
     ts_tensor *xw = ts_linear(in[0], in[1], in[2]), *gh = ts_linear(h, in[4], in[5]);
-    if (!lstm) return head(tsi_gru_cell_fused_ex(xw, gh, h, NULL, &r));
+    if (!lstm) return ts_hv_head(tsi_gru_cell_fused_ex(xw, gh, h, NULL, &r));
     ts_tensor *hn = NULL, *cn = NULL;
     CHECK(tsi_lstm_cell_fused_ex(xw, gh, in[6], NULL, &r, &hn, &cn));
-    return ts_add(head(hn), head(ts_mul_scalar(cn, 1.5)));
+    return ts_add(ts_hv_head(hn), ts_hv_head(ts_mul_scalar(cn, 1.5)));
 }
 static ts_tensor *f_lstm_cell(ts_tensor *const *in) { return cell(in, true); }
 static ts_tensor *f_gru_cell(ts_tensor *const *in) { return cell(in, false); }
@@ -215,8 +193,8 @@ static ts_tensor *cell_module(ts_tensor *const *in, bool lstm) {
     ts_tensor *c1 = NULL, *c2 = NULL;
     ts_tensor *h1 = ts_rnn_cell_forward(m, in[0], in[1], lstm ? in[2] : NULL, lstm ? &c1 : NULL);
     ts_tensor *h2 = ts_rnn_cell_forward(m, ts_mul_scalar(in[0], 0.5), h1, c1, lstm ? &c2 : NULL);
-    ts_tensor *s = ts_add(head(h1), head(h2));
-    if (lstm) s = ts_add(s, head(c2));
+    ts_tensor *s = ts_add(ts_hv_head(h1), ts_hv_head(h2));
+    if (lstm) s = ts_add(s, ts_hv_head(c2));
     ts_module_free(m);
     return s;
 }
@@ -227,43 +205,46 @@ static ts_tensor *f_gru_cell_module(ts_tensor *const *in) { return cell_module(i
 /* A + 3 I: well away from singular for entries in [-1, 1) */
 static ts_tensor *shifted(ts_tensor *A) {
     const int64_t n = ts_size(A, -1);
-    return ts_add(A, ts_mul_scalar(ts_eye(n, 0, f64_on(A)), 3));
+    return ts_add(A, ts_mul_scalar(ts_eye(n, 0, ts_hv_f64_on(A)), 3));
 }
-static ts_tensor *f_inv(ts_tensor *const *in) { return head(ts_linalg_inv(shifted(in[0]))); }
+static ts_tensor *f_inv(ts_tensor *const *in) { return ts_hv_head(ts_linalg_inv(shifted(in[0]))); }
 static ts_tensor *f_solve(ts_tensor *const *in) {
-    return head(ts_linalg_solve(shifted(in[0]), in[1], true));
+    return ts_hv_head(ts_linalg_solve(shifted(in[0]), in[1], true));
 }
-static ts_tensor *f_det(ts_tensor *const *in) { return head(ts_linalg_det(shifted(in[0]))); }
+static ts_tensor *f_det(ts_tensor *const *in) { return ts_hv_head(ts_linalg_det(shifted(in[0]))); }
 static ts_tensor *f_slogdet(ts_tensor *const *in) {
     ts_tensor *l = NULL;
     ts_linalg_slogdet(ts_mul_scalar(in[0], 2), &l); /* a negative determinant too */
-    return head(l);
+    return ts_hv_head(l);
 }
 static ts_tensor *f_cholesky(ts_tensor *const *in) {
     ts_tensor *M = shifted(ts_matmul(in[0], ts_transpose(in[0], -2, -1)));
-    return head(ts_linalg_cholesky(M, false));
+    return ts_hv_head(ts_linalg_cholesky(M, false));
 }
 static ts_tensor *f_trisolve(ts_tensor *const *in) {
-    return head(ts_linalg_solve_triangular(ts_tril(shifted(in[0]), 0), in[1], false, true, false));
+    return ts_hv_head(
+        ts_linalg_solve_triangular(ts_tril(shifted(in[0]), 0), in[1], false, true, false));
 }
 static ts_tensor *f_qr(ts_tensor *const *in) {
     ts_tensor *R = NULL, *Q = ts_linalg_qr(in[0], "reduced", &R);
-    return ts_add(head(Q), head(R));
+    return ts_add(ts_hv_head(Q), ts_hv_head(R));
 }
 /* squares of the singular / eigen vectors: invariant under their signs */
 static ts_tensor *f_svd(ts_tensor *const *in) {
     ts_tensor *S = NULL, *Vh = NULL, *U = ts_linalg_svd(in[0], false, &S, &Vh);
-    return ts_add(ts_add(head(S), head(ts_mul(U, U))), head(ts_mul(Vh, Vh)));
+    return ts_add(ts_add(ts_hv_head(S), ts_hv_head(ts_mul(U, U))), ts_hv_head(ts_mul(Vh, Vh)));
 }
 static ts_tensor *f_eigh(ts_tensor *const *in) {
     ts_tensor *V = NULL, *L = ts_linalg_eigh(ts_add(in[0], ts_transpose(in[0], -2, -1)), "L", &V);
-    return ts_add(head(L), head(ts_mul(V, V)));
+    return ts_add(ts_hv_head(L), ts_hv_head(ts_mul(V, V)));
 }
-static ts_tensor *f_pinv(ts_tensor *const *in) { return head(ts_linalg_pinv(in[0], 0, 0, false)); }
+static ts_tensor *f_pinv(ts_tensor *const *in) {
+    return ts_hv_head(ts_linalg_pinv(in[0], 0, 0, false));
+}
 static ts_tensor *f_lu(ts_tensor *const *in) {
     ts_tensor *L = NULL, *U = NULL;
     ts_linalg_lu(shifted(in[0]), &L, &U);
-    return ts_add(head(L), head(U));
+    return ts_add(ts_hv_head(L), ts_hv_head(U));
 }
 
 #define LCE "LinearCrossEntropyBackward0"
@@ -370,11 +351,12 @@ static void lstm_lengths_once(ts_device d) {
     ts_manual_seed(3);
     ts_module *m = ts_lstm_new(2, 2, (ts_rnn_opts){0});
     m = ts_module_to(ts_module_to_dtype(m, TS_F64), d);
-    ts_tensor *x = pattern(TS_SHAPE(3, 2, 2), 4, ts_zeros(TS_SHAPE(1), (ts_opts){.device = d}));
+    ts_tensor *x =
+        ts_hv_pattern(TS_SHAPE(3, 2, 2), 4, ts_zeros(TS_SHAPE(1), (ts_opts){.device = d}));
     CHECK_EQ(ts_set_requires_grad(x, true), TS_OK);
     const int64_t len[2] = {3, 2};
     ts_tensor *lengths = ts_from_data(TS_SHAPE(2), TS_I64, len, (ts_opts){0});
-    ts_tensor *y = head(ts_rnn_forward(m, x, NULL, NULL, lengths, NULL, NULL)), *g = NULL,
+    ts_tensor *y = ts_hv_head(ts_rnn_forward(m, x, NULL, NULL, lengths, NULL, NULL)), *g = NULL,
               *h = NULL;
     CHECK_EQ(ts_autograd_grad(&y, NULL, 1, &x, 1, (ts_grad_opts){.create_graph = true}, &g), TS_OK);
     ts_tensor *s = ts_sum(ts_mul(g, g));
