@@ -536,6 +536,28 @@ static void test_inplace_errors(ts_device dev) {
     ts_scope_end();
 }
 
+/* ts_silu_ writes x * sigmoid(x) into its operand and returns it; the backward uses the values
+ * before the write (PyTorch keeps silu_'s input), against the float64 formula */
+static void test_silu_inplace(ts_device dev) {
+    ts_scope_begin();
+    const double v[4] = {-2.0, -0.5, 0.0, 1.5};
+    ts_tensor *x = values(TS_SHAPE(4), v, dev, true);
+    ts_tensor *y = ts_mul_scalar(x, 1);
+    CHECK(ts_silu_(y) == y);
+    CHECK_STREQ(ts_grad_fn_name(y), "SiluBackward0");
+    CHECK_EQ(ts_backward(ts_sum(y)), TS_OK);
+    double got[4], g[4];
+    CHECK(host(y, got, 4) && host(ts_grad(x), g, 4));
+    for (int i = 0; i < 4; i++) {
+        const double s = 1 / (1 + exp(-v[i]));
+        CHECK(fabs(got[i] - v[i] * s) <= 1e-15 * (1 + fabs(v[i])));
+        CHECK(fabs(g[i] - s * (1 + v[i] * (1 - s))) <= 1e-14);
+    }
+    CHECK(ts_silu_(x) == NULL); /* a leaf that requires grad */
+    CHECK_ERR(TS_ERR_STATE);
+    ts_scope_end();
+}
+
 int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     int ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
@@ -545,6 +567,7 @@ int main(void) {
         test_dtypes(devs[i]);
         test_names(devs[i]);
         test_inplace_errors(devs[i]);
+        test_silu_inplace(devs[i]);
     }
     return ts_test_finish();
 }

@@ -54,6 +54,7 @@ TS_API ts_tensor *ts_sqrt_(ts_tensor *t);
 TS_API ts_tensor *ts_sigmoid_(ts_tensor *t);
 TS_API ts_tensor *ts_relu_(ts_tensor *t);
 TS_API ts_tensor *ts_tanh_(ts_tensor *t);
+TS_API ts_tensor *ts_silu_(ts_tensor *t);
 TS_API ts_tensor *ts_zero_(ts_tensor *t);
 TS_API ts_tensor *ts_fill_(ts_tensor *t, double v);
 

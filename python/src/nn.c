@@ -32,17 +32,31 @@ typedef ts_tensor *(*unary_fn)(ts_tensor *);
 static const unary_fn activations[] = {ts_relu, ts_gelu, ts_gelu_tanh, ts_sigmoid,
                                        ts_tanh, ts_silu, ts_softplus};
 
-/* _nn_act(kind, x): kind indexes `activations` (functional.py names them) */
+/* their in-place forms (NULL: none, as in PyTorch) */
+static const unary_fn activations_inplace[] = {ts_relu_, NULL,     NULL, ts_sigmoid_,
+                                               ts_tanh_, ts_silu_, NULL};
+_Static_assert(sizeof activations / sizeof *activations ==
+                   sizeof activations_inplace / sizeof *activations_inplace,
+               "one in-place entry (or NULL) per activation");
+
+/* _nn_act(kind, x[, inplace]): kind indexes `activations` (functional.py names them); inplace
+ * writes into x and returns it */
 static PyObject *nn_act(PyObject *self, PyObject *args) {
     (void)self;
-    int kind;
+    int kind, inplace = 0;
     PyObject *xo;
-    if (!PyArg_ParseTuple(args, "iO:_nn_act", &kind, &xo)) return NULL;
+    if (!PyArg_ParseTuple(args, "iO|p:_nn_act", &kind, &xo, &inplace)) return NULL;
     ts_tensor *x = tsp_tensor_arg(xo, "activation", "input");
     if (!x) return NULL;
     if (kind < 0 || kind >= (int)(sizeof activations / sizeof *activations))
         return PyErr_Format(PyExc_ValueError, "_nn_act: unknown activation %d", kind);
-    return tsp_unary(activations[kind], x);
+    if (!inplace) return tsp_unary(activations[kind], x);
+    if (!activations_inplace[kind])
+        return PyErr_Format(PyExc_ValueError, "_nn_act: activation %d has no in-place form", kind);
+    ts_tensor *r;
+    if (tsp_enter()) return NULL;
+    TSP_NOGIL(r = activations_inplace[kind](x));
+    return tsp_inplace_result(xo, r);
 }
 
 /* _nn_softmax(log, x, dim) */

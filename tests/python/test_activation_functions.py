@@ -437,3 +437,51 @@ def test_relu_module_inplace(device):
     z = t([-1.0, 3.0], device)
     assert nn.ReLU()(z) is not z
     np.testing.assert_array_equal(host(z), [-1.0, 3.0])
+
+
+def test_silu_inplace_writes_into_input(device):
+    """F.silu(x, inplace=True) and nn.SiLU(inplace=True) write into x and return it (they computed
+    out of place), with the gradient of x * sigmoid(x) at the values before the write: PyTorch
+    keeps the input for silu_'s backward, and so does ts_silu_"""
+    vals = [-2.0, -0.5, 0.0, 1.5]
+    want = [v / (1.0 + math.exp(-v)) for v in vals]
+    dwant = [(1 / (1 + math.exp(-v))) * (1 + v * (1 - 1 / (1 + math.exp(-v)))) for v in vals]
+    for f in (lambda x: F.silu(x, inplace=True), nn.SiLU(inplace=True)):
+        x = t(vals, device)
+        assert f(x) is x
+        np.testing.assert_allclose(host(x), want, rtol=1e-15)
+        leaf = t(vals, device, grad=True)
+        y = leaf * 1.0
+        assert f(y) is y
+        y.sum().backward()
+        np.testing.assert_allclose(host(leaf.grad), dwant, rtol=1e-14)
+    z = t(vals, device)
+    assert F.silu(z) is not z and nn.SiLU()(z) is not z
+    np.testing.assert_array_equal(host(z), vals)
+    assert repr(nn.SiLU(inplace=True)) == "SiLU(inplace=True)"
+
+
+def test_dropout_inplace_writes_into_input(device):
+    """F.dropout(x, inplace=True) and nn.Dropout(inplace=True) in training write the dropped and
+    rescaled values into x and return it; in evaluation x is returned as it was. p = 1 zeroes
+    every element, so the values are known without the random mask"""
+    x = t([1.0, -2.0, 3.0], device)
+    assert F.dropout(x, 1.0, training=True, inplace=True) is x
+    np.testing.assert_array_equal(host(x), [0.0, 0.0, 0.0])
+    y = t([1.0, -2.0, 3.0], device)
+    out = nn.Dropout(0.5, inplace=True)(y)
+    assert out is y
+    kept = host(y)
+    assert all(v == 0.0 or v == 2.0 * w for v, w in zip(kept, [1.0, -2.0, 3.0]))
+    m = nn.Dropout(0.5, inplace=True).eval()
+    e = t([1.0, -2.0], device)
+    assert m(e) is e
+    np.testing.assert_array_equal(host(e), [1.0, -2.0])
+    # under autograd: the gradient through the in-place write is the mask's scale
+    leaf = t([1.0, 2.0, 3.0, 4.0], device, grad=True)
+    h = leaf * 1.0
+    assert F.dropout(h, 0.5, training=True, inplace=True) is h
+    h.sum().backward()
+    g, hv = host(leaf.grad), host(h.detach())
+    for gi, hi, xi in zip(g, hv, [1.0, 2.0, 3.0, 4.0]):
+        assert (gi, hi) in ((0.0, 0.0), (2.0, 2.0 * xi))

@@ -62,8 +62,8 @@ def tanh(input):
     return _C._nn_act(_TANH, input)
 
 
-def silu(input, inplace=False):
-    return _C._nn_act(_SILU, input)
+def silu(input, inplace=False):  # inplace=True writes into input and returns it (ts_silu_)
+    return _C._nn_act(_SILU, input, bool(inplace))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -148,7 +148,10 @@ def adaptive_avg_pool2d(input, output_size):
 def dropout(input, p=0.5, training=True, inplace=False):
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    return _C._nn_dropout(input, float(p), bool(training))
+    y = _C._nn_dropout(input, float(p), bool(training))
+    if inplace and y is not input:  # written into input and returned, as PyTorch's dropout_
+        return input.copy_(y)
+    return y
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,

@@ -189,6 +189,9 @@ class ReLU(_Activation):
 class SiLU(_Activation):
     _fn = F.silu
 
+    def forward(self, input):  # inplace=True writes into input, as PyTorch's
+        return F.silu(input, self.inplace)
+
 
 class Sigmoid(_Activation):
     _fn = F.sigmoid
@@ -264,7 +267,7 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
