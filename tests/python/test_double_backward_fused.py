@@ -6,13 +6,13 @@ first derivative (float64) everywhere, and against PyTorch's own double backward
 inputs when PyTorch is importable (it is not under ctest's python3; /opt/torch2/bin/torch-python
 has it; attention with dropout draws other masks there and is left out)."""
 import importlib.util
-import math
-import random
 import types
 
 import pytest
 
+import hv_harness
 import tessera
+from hv_harness import head, values
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
@@ -21,22 +21,12 @@ else:
     real_torch = None
 
 
-def _values(n, seed):
-    rng = random.Random(seed)
-    return [rng.uniform(-1.0, 1.0) for _ in range(n)]
-
-
-def _head(mod, y):
-    r = mod.tensor(_values(y.numel(), 99), dtype=mod.float64, device=y.device).reshape(y.shape)
-    return mod.tanh(y + 0.5 * r).sum()
-
-
 def _fixed(mod, module, device):
     """module in float64 on device with weights from a fixed pattern (the same in both libraries)"""
     module = module.to(dtype=mod.float64, device=device)
     with mod.no_grad():
         for k, p in enumerate(module.parameters()):
-            v = mod.tensor(_values(p.numel(), 50 + k), dtype=mod.float64)
+            v = mod.tensor(values(p.numel(), 50 + k), dtype=mod.float64)
             p.copy_(0.6 * v.reshape(p.shape))
     return module
 
@@ -45,8 +35,8 @@ def _rnn(mod, kind, x, h0, c0=None):
     net = _fixed(mod, getattr(mod.nn, kind)(2, 2, num_layers=2, bidirectional=True), x.device)
     y, state = net(mod.tanh(x), (0.5 * h0, c0) if kind == "LSTM" else 0.5 * h0)
     hn, cn = state if kind == "LSTM" else (state, None)
-    s = _head(mod, y) + _head(mod, hn)
-    return s + _head(mod, cn) if cn is not None else s
+    s = head(mod, y) + head(mod, hn)
+    return s + head(mod, cn) if cn is not None else s
 
 
 def _cell(mod, kind, x, h0, c0=None):
@@ -54,9 +44,9 @@ def _cell(mod, kind, x, h0, c0=None):
     if kind == "LSTMCell":
         h1, c1 = cell(x, (h0, c0))
         h2, c2 = cell(0.5 * x, (h1, c1))
-        return _head(mod, h1) + _head(mod, h2) + _head(mod, c2)
+        return head(mod, h1) + head(mod, h2) + head(mod, c2)
     h1 = cell(x, h0)
-    return _head(mod, h1) + _head(mod, cell(0.5 * x, h1))
+    return head(mod, h1) + head(mod, cell(0.5 * x, h1))
 
 
 def _lce(mod, x, w, b, **kw):
@@ -67,12 +57,12 @@ def _lce(mod, x, w, b, **kw):
     y = mod.nn.functional.linear_cross_entropy(1.5 * x, w, t, linear_bias=b, weight=cw,
                                                ignore_index=-1, label_smoothing=0.2, **kw,
                                                **extra)
-    return _head(mod, y) if kw.get("reduction") == "none" else y * y
+    return head(mod, y) if kw.get("reduction") == "none" else y * y
 
 
 def _sdpa_dropout(mod, q, k, v):
     mod.manual_seed(1234)  # the same weights dropped at every evaluation
-    return _head(mod, mod.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
+    return head(mod, mod.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
 
 
 def _eye3(mod, A):
@@ -81,17 +71,17 @@ def _eye3(mod, A):
 
 def _svd(mod, A):
     U, S, Vh = mod.linalg.svd(A, full_matrices=False)
-    return _head(mod, S) + _head(mod, U * U) + _head(mod, Vh * Vh)  # invariant under the signs
+    return head(mod, S) + head(mod, U * U) + head(mod, Vh * Vh)  # invariant under the signs
 
 
 def _eigh(mod, A):
     L, V = mod.linalg.eigh(A + A.mT)
-    return _head(mod, L) + _head(mod, V * V)
+    return head(mod, L) + head(mod, V * V)
 
 
 def _lu(mod, A):
     _, L, U = mod.linalg.lu(_eye3(mod, A))
-    return _head(mod, L) + _head(mod, U)
+    return head(mod, L) + head(mod, U)
 
 
 CASES = {
@@ -103,93 +93,41 @@ CASES = {
     "linear_cross_entropy_none": ([(5, 4), (3, 4), (3,)],
                                   lambda m, x, w, b: _lce(m, x, w, b, reduction="none")),
     "sdpa_dropout": ([(2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3)], _sdpa_dropout),
-    "inv": ([(2, 3, 3)], lambda m, A: _head(m, m.linalg.inv(_eye3(m, A)))),
-    "det": ([(2, 3, 3)], lambda m, A: _head(m, m.linalg.det(_eye3(m, A)))),
-    "slogdet": ([(3, 3)], lambda m, A: _head(m, m.linalg.slogdet(2 * A)[1])),
-    "solve": ([(3, 3), (3, 2)], lambda m, A, B: _head(m, m.linalg.solve(_eye3(m, A), B))),
-    "cholesky": ([(3, 3)], lambda m, A: _head(m, m.linalg.cholesky(_eye3(m, A @ A.mT)))),
-    "solve_triangular": ([(3, 3), (3, 2)], lambda m, A, B: _head(m, m.linalg.solve_triangular(
+    "inv": ([(2, 3, 3)], lambda m, A: head(m, m.linalg.inv(_eye3(m, A)))),
+    "det": ([(2, 3, 3)], lambda m, A: head(m, m.linalg.det(_eye3(m, A)))),
+    "slogdet": ([(3, 3)], lambda m, A: head(m, m.linalg.slogdet(2 * A)[1])),
+    "solve": ([(3, 3), (3, 2)], lambda m, A, B: head(m, m.linalg.solve(_eye3(m, A), B))),
+    "cholesky": ([(3, 3)], lambda m, A: head(m, m.linalg.cholesky(_eye3(m, A @ A.mT)))),
+    "solve_triangular": ([(3, 3), (3, 2)], lambda m, A, B: head(m, m.linalg.solve_triangular(
         _eye3(m, A).tril(), B, upper=False))),
-    "qr": ([(4, 3)], lambda m, A: sum(_head(m, t) for t in m.linalg.qr(A))),
+    "qr": ([(4, 3)], lambda m, A: sum(head(m, t) for t in m.linalg.qr(A))),
     "svd": ([(4, 3)], _svd),
     "eigh": ([(3, 3)], _eigh),
-    "pinv": ([(3, 4)], lambda m, A: _head(m, m.linalg.pinv(A))),
+    "pinv": ([(3, 4)], lambda m, A: head(m, m.linalg.pinv(A))),
     "lu": ([(3, 3)], _lu),
 }
 NOT_TORCH = {"sdpa_dropout"}  # another generator, other masks
 
 
-def _inputs(mod, shapes, point, device):
-    return [mod.tensor(p, dtype=mod.float64, device=device).reshape(s).requires_grad_()
-            for p, s in zip(point, shapes)]
-
-
-def _flat(t):
-    return t.detach().reshape(-1).tolist()
-
-
-def _grads(mod, name, point, device, create=False):
-    shapes, f = CASES[name]
-    ins = _inputs(mod, shapes, point, device)
-    gs = mod.autograd.grad(f(mod, *ins), ins, create_graph=create)
-    return ins, gs
-
-
-def _hv(mod, name, point, direction, device):
-    shapes, _ = CASES[name]
-    ins, gs = _grads(mod, name, point, device, create=True)
-    gv = sum((g * mod.tensor(v, dtype=mod.float64, device=device).reshape(s)).sum()
-             for g, v, s in zip(gs, direction, shapes))
-    hv = mod.autograd.grad(gv, ins, allow_unused=True)
-    return [_flat(g) for g in gs], [_flat(h) if h is not None else [0.0] * math.prod(s)
-                                    for h, s in zip(hv, shapes)]
-
-
-def _setup(name):
-    shapes, _ = CASES[name]
-    point = [_values(math.prod(s), 1 + k) for k, s in enumerate(shapes)]
-    direction = [_values(math.prod(s), 7 + k) for k, s in enumerate(shapes)]
-    return point, direction
-
-
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hessian_vector_against_differences(name, device):
-    point, direction = _setup(name)
-    first = [_flat(g) for g in _grads(tessera, name, point, device)[1]]
-    recorded, got = _hv(tessera, name, point, direction, device)
-    for r, f in zip(recorded, first):  # the composite forms give the kernels' values
-        for a, b in zip(r, f):
-            assert abs(a - b) <= 1e-12 * (1 + abs(b)), (name, a, b)
-    e = 1e-5
-    plus = [[p + e * v for p, v in zip(pk, vk)] for pk, vk in zip(point, direction)]
-    minus = [[p - e * v for p, v in zip(pk, vk)] for pk, vk in zip(point, direction)]
-    gp = [_flat(g) for g in _grads(tessera, name, plus, device)[1]]
-    gm = [_flat(g) for g in _grads(tessera, name, minus, device)[1]]
-    for k in range(len(point)):
-        for i, h in enumerate(got[k]):
-            want = (gp[k][i] - gm[k][i]) / (2 * e)
-            assert abs(h - want) <= 1e-6 * (1 + abs(want)), (name, k, i, h, want)
+    hv_harness.check_differences(CASES, tessera, name, device)
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not importable")
 @pytest.mark.parametrize("name", sorted(set(CASES) - NOT_TORCH))
 def test_hessian_vector_against_pytorch(name):
-    point, direction = _setup(name)
-    got_g, got = _hv(tessera, name, point, direction, "cpu")
-    want_g, want = _hv(real_torch, name, point, direction, "cpu")
-    for a, b in zip(got_g + got, want_g + want):
-        for x, y in zip(a, b):
-            assert abs(x - y) <= 1e-9 * (1 + abs(y)), (name, x, y)
+    hv_harness.check_against(CASES, tessera, real_torch, name)
 
 
 def test_lstm_with_lengths_stays_once_differentiable():
     # packed steps multiply by a detached w_hh (the weight sink): a clear error, not a wrong number
     net = _fixed(tessera, tessera.nn.LSTM(2, 2), "cpu")
-    x = tessera.tensor(_values(12, 3), dtype=tessera.float64).reshape(3, 2, 2).requires_grad_()
+    x = tessera.tensor(values(12, 3), dtype=tessera.float64).reshape(3, 2, 2).requires_grad_()
     packed = tessera.nn.utils.rnn.pack_padded_sequence(x, [3, 2])
     out, _ = net(packed)
-    y = _head(tessera, tessera.nn.utils.rnn.pad_packed_sequence(out)[0])
+    y = head(tessera, tessera.nn.utils.rnn.pad_packed_sequence(out)[0])
     g, = tessera.autograd.grad(y, x, create_graph=True)
     with pytest.raises(tessera.TesseraError, match="double backward through"):
         tessera.autograd.grad((g * g).sum(), x)

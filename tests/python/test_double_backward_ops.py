@@ -9,12 +9,12 @@ signed log-space formula alone has a zero derivative) and cumprod over a zero, w
 differentiable and says so. DataParallel's broadcast and autocast's casts:
 test_double_backward_machinery.py."""
 import importlib.util
-import math
-import random
 
 import pytest
 
+import hv_harness
 import tessera
+from hv_harness import flat, head, values
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
@@ -23,23 +23,13 @@ else:
     real_torch = None
 
 
-def _values(n, seed):
-    rng = random.Random(seed)
-    return [rng.uniform(-1.0, 1.0) for _ in range(n)]
-
-
-def _head(mod, y):
-    r = mod.tensor(_values(y.numel(), 99), dtype=mod.float64, device=y.device).reshape(y.shape)
-    return mod.tanh(y + 0.5 * r).sum()
-
-
 def _bag(mod, w, p=None):
     idx = mod.tensor([0, 2, 4, 1, 2, 3, 4], device=w.device)
     off = mod.tensor([0, 2, 5], device=w.device)
     y = mod.nn.functional.embedding_bag(idx, mod.tanh(w), off, mode="sum" if p is not None
                                         else "mean", per_sample_weights=None if p is None
                                         else p * p)
-    return _head(mod, y * y)
+    return head(mod, y * y)
 
 
 def _eye3(mod, A):
@@ -49,41 +39,41 @@ def _eye3(mod, A):
 def _eig(mod, A):
     D = mod.tensor([[1.0, 0, 0], [0, 2.5, 0], [0, 0, 4]], dtype=mod.float64, device=A.device)
     L, V = mod.linalg.eig(0.4 * A + D)
-    return _head(mod, mod.view_as_real(L)) + _head(mod, mod.view_as_real(V).pow(2).sum(-1))
+    return head(mod, mod.view_as_real(L)) + head(mod, mod.view_as_real(V).pow(2).sum(-1))
 
 
 def _diag_embed(mod, x):
     E = mod.diag_embed(x, offset=1, dim1=0, dim2=2)
-    return _head(mod, E @ E.mT)
+    return head(mod, E @ E.mT)
 
 
 CASES = {
-    "sort": ([(3, 4)], lambda m, x: _head(m, m.sort(x, dim=1).values)),
-    "topk": ([(3, 5)], lambda m, x: _head(m, m.topk(x, 2, dim=-1).values)),
-    "kthvalue": ([(3, 4)], lambda m, x: _head(m, m.kthvalue(x, 2, dim=1).values)),
-    "median": ([(3, 3)], lambda m, x: _head(m, m.median(x.exp()))),
-    "diagonal": ([(3, 4)], lambda m, x: _head(m, m.diagonal(x * x, offset=1, dim1=0, dim2=1))),
+    "sort": ([(3, 4)], lambda m, x: head(m, m.sort(x, dim=1).values)),
+    "topk": ([(3, 5)], lambda m, x: head(m, m.topk(x, 2, dim=-1).values)),
+    "kthvalue": ([(3, 4)], lambda m, x: head(m, m.kthvalue(x, 2, dim=1).values)),
+    "median": ([(3, 3)], lambda m, x: head(m, m.median(x.exp()))),
+    "diagonal": ([(3, 4)], lambda m, x: head(m, m.diagonal(x * x, offset=1, dim1=0, dim2=1))),
     "diag_embed": ([(2, 3)], _diag_embed),
-    "cdist": ([(3, 2), (4, 2)], lambda m, a, b: _head(m, m.cdist(a, b))),
+    "cdist": ([(3, 2), (4, 2)], lambda m, a, b: head(m, m.cdist(a, b))),
     # |d|^1.5 has an unbounded third derivative at 0: differences kept in (-4.5, -0.5)
-    "cdist_p1.5": ([(2, 3, 3), (2, 4, 3)], lambda m, a, b: _head(m, m.cdist(a, b + 2.5, p=1.5))),
-    "logcumsumexp": ([(3, 5)], lambda m, x: _head(m, m.logcumsumexp(3 * x, dim=1))),
-    "cumprod": ([(3, 4)], lambda m, x: _head(m, m.cumprod(x + 1.5, dim=1))),
-    "max_pool1d": ([(2, 2, 7)], lambda m, x: _head(
+    "cdist_p1.5": ([(2, 3, 3), (2, 4, 3)], lambda m, a, b: head(m, m.cdist(a, b + 2.5, p=1.5))),
+    "logcumsumexp": ([(3, 5)], lambda m, x: head(m, m.logcumsumexp(3 * x, dim=1))),
+    "cumprod": ([(3, 4)], lambda m, x: head(m, m.cumprod(x + 1.5, dim=1))),
+    "max_pool1d": ([(2, 2, 7)], lambda m, x: head(
         m, m.nn.functional.max_pool1d(x, 3, stride=2, padding=1))),
-    "avg_pool3d": ([(2, 3, 4, 4)], lambda m, x: _head(
+    "avg_pool3d": ([(2, 3, 4, 4)], lambda m, x: head(
         m, m.nn.functional.avg_pool3d(x * x, (2, 3, 2), stride=(1, 1, 2), padding=(1, 1, 0)))),
     "embedding_bag": ([(5, 3), (7,)], _bag),
     "embedding_bag_mean": ([(5, 3)], _bag),
-    "rfft": ([(2, 8)], lambda m, x: _head(m, m.view_as_real(m.fft.rfft(m.tanh(x))))),
-    "irfft": ([(2, 5), (2, 5)], lambda m, a, b: _head(
+    "rfft": ([(2, 8)], lambda m, x: head(m, m.view_as_real(m.fft.rfft(m.tanh(x))))),
+    "irfft": ([(2, 5), (2, 5)], lambda m, a, b: head(
         m, 0.3 * m.fft.irfft(m.complex(a, b), n=8, norm="forward"))),
-    "as_strided": ([(12,)], lambda m, x: _head(m, m.as_strided(x * x, (3, 3), (2, 1), 1))),
-    "ndtr": ([(2, 3)], lambda m, x: _head(m, m.special.ndtr(2 * x))),
-    "log_ndtr": ([(2, 3)], lambda m, x: _head(m, m.special.log_ndtr(3 * x))),
-    "erfcx": ([(2, 3)], lambda m, x: _head(m, m.special.erfcx(2 * x))),
-    "bessel_j1": ([(2, 3)], lambda m, x: _head(m, m.special.bessel_j1(3 * x))),
-    "lu_factor": ([(3, 3)], lambda m, A: _head(m, m.linalg.lu_factor(_eye3(m, A))[0])),
+    "as_strided": ([(12,)], lambda m, x: head(m, m.as_strided(x * x, (3, 3), (2, 1), 1))),
+    "ndtr": ([(2, 3)], lambda m, x: head(m, m.special.ndtr(2 * x))),
+    "log_ndtr": ([(2, 3)], lambda m, x: head(m, m.special.log_ndtr(3 * x))),
+    "erfcx": ([(2, 3)], lambda m, x: head(m, m.special.erfcx(2 * x))),
+    "bessel_j1": ([(2, 3)], lambda m, x: head(m, m.special.bessel_j1(3 * x))),
+    "lu_factor": ([(3, 3)], lambda m, A: head(m, m.linalg.lu_factor(_eye3(m, A))[0])),
     "eig": ([(3, 3)], _eig),
 }
 
@@ -114,74 +104,22 @@ CASES["checkpoint"] = ([(2, 3), (2, 3)], _ckpt)
 NOT_TORCH = {"embedding_bag", "embedding_bag_mean"}
 
 
-def _inputs(mod, shapes, point, device):
-    return [mod.tensor(p, dtype=mod.float64, device=device).reshape(s).requires_grad_()
-            for p, s in zip(point, shapes)]
-
-
-def _flat(t):
-    return t.detach().reshape(-1).tolist()
-
-
-def _grads(mod, name, point, device, create=False):
-    shapes, f = CASES[name]
-    ins = _inputs(mod, shapes, point, device)
-    gs = mod.autograd.grad(f(mod, *ins), ins, create_graph=create)
-    return ins, gs
-
-
-def _hv(mod, name, point, direction, device):
-    shapes, _ = CASES[name]
-    ins, gs = _grads(mod, name, point, device, create=True)
-    gv = sum((g * mod.tensor(v, dtype=mod.float64, device=device).reshape(s)).sum()
-             for g, v, s in zip(gs, direction, shapes))
-    hv = mod.autograd.grad(gv, ins, allow_unused=True)
-    return [_flat(g) for g in gs], [_flat(h) if h is not None else [0.0] * math.prod(s)
-                                    for h, s in zip(hv, shapes)]
-
-
-def _setup(name):
-    shapes, _ = CASES[name]
-    point = [_values(math.prod(s), 1 + k) for k, s in enumerate(shapes)]
-    direction = [_values(math.prod(s), 7 + k) for k, s in enumerate(shapes)]
-    return point, direction
-
-
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hessian_vector_against_differences(name, device):
-    point, direction = _setup(name)
-    first = [_flat(g) for g in _grads(tessera, name, point, device)[1]]
-    recorded, got = _hv(tessera, name, point, direction, device)
-    for r, f in zip(recorded, first):
-        for a, b in zip(r, f):
-            assert abs(a - b) <= 1e-12 * (1 + abs(b)), (name, a, b)
-    e = 1e-5
-    plus = [[p + e * v for p, v in zip(pk, vk)] for pk, vk in zip(point, direction)]
-    minus = [[p - e * v for p, v in zip(pk, vk)] for pk, vk in zip(point, direction)]
-    gp = [_flat(g) for g in _grads(tessera, name, plus, device)[1]]
-    gm = [_flat(g) for g in _grads(tessera, name, minus, device)[1]]
-    for k in range(len(point)):
-        for i, h in enumerate(got[k]):
-            want = (gp[k][i] - gm[k][i]) / (2 * e)
-            assert abs(h - want) <= 1e-6 * (1 + abs(want)), (name, k, i, h, want)
+    hv_harness.check_differences(CASES, tessera, name, device)
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not importable")
 @pytest.mark.parametrize("name", sorted(set(CASES) - NOT_TORCH))
 def test_hessian_vector_against_pytorch(name):
-    point, direction = _setup(name)
-    got_g, got = _hv(tessera, name, point, direction, "cpu")
-    want_g, want = _hv(real_torch, name, point, direction, "cpu")
-    for a, b in zip(got_g + got, want_g + want):
-        for x, y in zip(a, b):
-            assert abs(x - y) <= 1e-9 * (1 + abs(y)), (name, x, y)
+    hv_harness.check_against(CASES, tessera, real_torch, name)
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 def test_jvp_through_logcumsumexp(device):
     # func.jvp's double-vjp trick differentiates J^T u at u = 0: the gradient's own node gives J t
-    x0, t0 = _values(10, 3), _values(10, 5)
+    x0, t0 = values(10, 3), values(10, 5)
 
     def f(x):
         return tessera.logcumsumexp(2 * x, 1)
@@ -191,15 +129,15 @@ def test_jvp_through_logcumsumexp(device):
 
     _, jv = tessera.func.jvp(f, (at(x0),), (at(t0),))
     e = 1e-5
-    yp = _flat(f(at([a + e * b for a, b in zip(x0, t0)])))
-    ym = _flat(f(at([a - e * b for a, b in zip(x0, t0)])))
-    for g, p, m in zip(_flat(jv), yp, ym):
+    yp = flat(f(at([a + e * b for a, b in zip(x0, t0)])))
+    ym = flat(f(at([a - e * b for a, b in zip(x0, t0)])))
+    for g, p, m in zip(flat(jv), yp, ym):
         want = (p - m) / (2 * e)
         assert abs(g - want) <= 1e-6 * (1 + abs(want)), (g, want)
 
 
 def test_cumprod_over_a_zero_stays_once_differentiable():
     x = tessera.tensor([0.5, 0.0, 2.0, -1.5], dtype=tessera.float64).requires_grad_()
-    g, = tessera.autograd.grad(_head(tessera, tessera.cumprod(x, 0)), x, create_graph=True)
+    g, = tessera.autograd.grad(head(tessera, tessera.cumprod(x, 0)), x, create_graph=True)
     with pytest.raises(tessera.TesseraError, match="double backward through CumprodBackward0"):
         tessera.autograd.grad((g * g).sum(), x)
