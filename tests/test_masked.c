@@ -163,6 +163,10 @@ static void test_grad_and_errors(void) {
     ts_tensor *big = ts_from_data(TS_SHAPE(2, R, C), TS_BOOL, b, (ts_opts){0});
     CHECK(ts_masked_sum(x, TS_DIMS(1), false, TS_DTYPE_DEFAULT, big) == NULL);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "does not broadcast");
+    /* same rank, a size that is neither the input's nor 1 */
+    ts_tensor *wide = ts_from_data(TS_SHAPE(R, C + 1), TS_BOOL, b, (ts_opts){0});
+    CHECK(ts_masked_sum(x, TS_DIMS(1), false, TS_DTYPE_DEFAULT, wide) == NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "does not broadcast to input's shape");
     ts_tensor *wrong = ts_from_data(TS_SHAPE(R, 1, 1), TS_BOOL, b, (ts_opts){0});
     CHECK(ts_masked_cumsum(ts_zeros(TS_SHAPE(R, 2, C), (ts_opts){0}), 0, TS_DTYPE_DEFAULT,
                            ts_expand(wrong, TS_SHAPE(R, 2, 1))) != NULL);

@@ -198,6 +198,12 @@ static void test_statistics(ts_device d) {
     cov_ref(a, 1, 5, NULL, NULL, 1, r);
     CHECK(close_to(ts_cov(mk(TS_SHAPE(5), a, d, false), 1, NULL, NULL), TS_SHAPE(), r, 1e-14));
     CHECK(isinf(ts_item(ts_cov(mk(TS_SHAPE(5), a, d, false), 5, NULL, NULL))));
+    /* observation weights can make the factor negative (0.5 - 2 (0.2^2 + 0.3^2) / 0.5 = -0.02):
+     * PyTorch's factor 0 there too, so +inf, not a negative variance */
+    const double two[2] = {1, 2}, aw2[2] = {0.2, 0.3};
+    ts_tensor *neg = ts_cov(mk(TS_SHAPE(1, 2), two, d, false), 2, NULL,
+                            mk(TS_SHAPE(2), aw2, d, false));
+    CHECK(neg && isinf(ts_item(neg)) && ts_item(neg) > 0);
     /* corrcoef: cov / (sd_i sd_j), clamped */
     double c[9];
     cov_ref(a, 3, 5, NULL, NULL, 1, c);
@@ -540,7 +546,8 @@ static void test_errors(void) {
     CHECK_ERR_HAS(TS_ERR_SHAPE, "meshgrid: Expected 0D or 1D tensor");
     in[0] = ts_to_dtype(s3, TS_F32);
     CHECK(ts_meshgrid(in, 2, "ij", out, 2) == -1);
-    CHECK_ERR_HAS(TS_ERR_DTYPE, "meshgrid: expects all tensors to have the same dtype");
+    CHECK_ERR_HAS(TS_ERR_DTYPE,
+                  "meshgrid: expects all tensors to have the same dtype (float32 and float64)");
     CHECK(ts_meshgrid(in, 1, "ab", out, 2) == -1);
     CHECK_ERR_HAS(TS_ERR_ARG, "meshgrid: indexing must be one of");
     CHECK(ts_meshgrid(in, 0, "ij", out, 2) == -1);

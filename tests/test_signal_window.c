@@ -121,6 +121,12 @@ static void test_errors(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "Coefficients cannot be empty");
     CHECK(ts_signal_window(TS_WINDOW_GAUSSIAN, 4, one, 2, true, o) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "expected 1 parameters, got 2");
+    /* exponential takes 1 or 2 (a center), not 0 or 3 */
+    const double three[3] = {1, 1, 1};
+    CHECK(ts_signal_window(TS_WINDOW_EXPONENTIAL, 4, NULL, 0, false, o) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "exponential: expected 1 parameters, got 0");
+    CHECK(ts_signal_window(TS_WINDOW_EXPONENTIAL, 4, three, 3, false, o) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "exponential: expected 1 parameters, got 3");
     CHECK(ts_signal_window(TS_WINDOW_GAUSSIAN, 4, NULL, 1, true, o) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "gaussian");
     CHECK(ts_signal_window((ts_window_kind)9, 4, NULL, 0, true, o) == NULL);
