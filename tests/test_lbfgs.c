@@ -317,11 +317,18 @@ static void test_errors(void) {
 int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    ts_mem_stats before[TS_TEST_MAX_DEVICES], after;
+    for (int i = 0; i < nd; i++) ts_memory_stats(devs[i], &before[i]);
     for (int i = 0; i < nd; i++) {
         test_cases(devs[i]);
         test_state_round_trip(devs[i]);
         test_maximize(devs[i]);
     }
     test_errors();
+    /* every step released what it held (the iterate copies, the flat gradient) */
+    for (int i = 0; i < nd; i++) {
+        CHECK_EQ(ts_memory_stats(devs[i], &after), TS_OK);
+        CHECK_EQ(after.live_tensors, before[i].live_tensors);
+    }
     return ts_test_finish();
 }
