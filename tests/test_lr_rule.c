@@ -50,6 +50,7 @@ static void test_rules(void) {
         {.kind = TS_LR_EXPONENTIAL, .gamma = 0.9},
         {.kind = TS_LR_POLYNOMIAL, .total_iters = 7, .power = 1.7},
         {.kind = TS_LR_COSINE, .t_max = 5, .eta_min = 0.001},
+        {.kind = TS_LR_COSINE, .t_max = 1, .eta_min = 0.002}, /* the shortest period */
     };
     for (size_t k = 0; k < sizeof rules / sizeof *rules; k++) {
         const ts_lr_rule *r = &rules[k];
