@@ -107,6 +107,11 @@ static void test_errors(void) {
     CHECK_EQ(ts_fuse_conv_bn_weights(w, NULL, one, v, 1e-5, NULL, NULL, false, &fw, &fb),
              TS_ERR_SHAPE);
     ts_error_clear();
+    /* a 0-dim statistic is no per-feature vector, even where one value broadcasts */
+    ts_tensor *scalar = ts_reshape(one, TS_SHAPE());
+    CHECK_EQ(ts_fuse_linear_bn_weights(w, NULL, scalar, v, 1e-5, NULL, NULL, &fw, &fb),
+             TS_ERR_SHAPE);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "running_mean");
     ts_tensor *w3 = ts_reshape(w, TS_SHAPE(O, 2, 2));
     CHECK_EQ(ts_fuse_linear_bn_weights(w3, NULL, m, v, 1e-5, NULL, NULL, &fw, &fb), TS_ERR_SHAPE);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "in_features");

@@ -138,6 +138,15 @@ static void test_normal(ts_device d) {
         ts_normal(mk(TS_SHAPE(2, 1), a, d, false), 0, ts_abs(mk(TS_SHAPE(3), b + 8, d, false)), 0);
     CHECK(rb && ts_shape_of(rb).ndim == 2 && ts_size(rb, 0) == 2 && ts_size(rb, 1) == 3);
     ts_error_clear();
+    /* refusals with PyTorch's words: a negative std, an integer mean (alone or beside a std) */
+    CHECK(!ts_normal(m, 0, ts_neg(s), 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "normal: expects all elements of std >= 0.0");
+    ts_tensor *im = ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I64, .device = d});
+    CHECK(!ts_normal(im, 0, NULL, 1));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "normal: expected a floating-point mean and std, got int64");
+    CHECK(!ts_normal(im, 0, ts_full(TS_SHAPE(3), 1, (ts_opts){.dtype = TS_F64, .device = d}), 0));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "got int64");
+    ts_error_clear();
     /* gradients: d/dmean = 1, d/dstd = z = (r - mean) / std */
     ts_tensor *mg = mk(TS_SHAPE(5), a, d, true);
     double sv[5];
