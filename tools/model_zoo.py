@@ -48,7 +48,9 @@ Per model:
       indices as `*`, same device, >= 2 members) <= K * max(rms of PyTorch's, C * 2^-23).
       Counted as "pooled" (n_pooled; the groups in "pooled").
     PyTorch's float64 runs use the exact hardsigmoid derivative (model_zoo_common.exact_float64:
-    PyTorch 2.15's CPU kernel multiplies by 1.0f / 6.0f even in float64). Verdicts: "pass";
+    PyTorch 2.15's CPU kernel multiplies by 1.0f / 6.0f even in float64) and a two-pass
+    float64 batch_norm for batch statistics (batch_norm64: PyTorch's is off by up to ~700
+    eps64 where a channel's mean is many times its spread; decision 0054). Verdicts: "pass";
     "wrong" = runs, some tensor beyond the judge (the worst one is named, with the rule it
     failed); "fail" = an exception (its first line, the stage and the line of the model library
     that raised are recorded). A model whose train-mode outputs are random even with every
@@ -276,7 +278,10 @@ def render(suite, results, page, command):
          "   every member, from ~4x (decision 0052). The cause column counts the pooled ones.",
          "",
          "PyTorch's float64 runs use the exact hardsigmoid derivative (PyTorch 2.15's CPU kernel",
-         "multiplies by `1.0f / 6.0f` even in float64: 3e-8 off; found by ghostnet_050's gate).",
+         "multiplies by `1.0f / 6.0f` even in float64: 3e-8 off; found by ghostnet_050's gate)",
+         "and a two-pass float64 BatchNorm for batch statistics (PyTorch's float64 batch_norm is",
+         "off by up to ~700 eps64 where a channel's mean is many times its spread; found by",
+         "ghostnetv3_050's gate; decision 0054).",
          "A planted `x (1 + 1e-4)` at one conv of dla34 (forward or backward only, both precisions",
          "or float32 only) is flagged (`tests/python/test_model_zoo_sample.py`).",
          "**wrong** = runs but some tensor fails a rule; **fail** = an exception;",

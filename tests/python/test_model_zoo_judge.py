@@ -376,3 +376,171 @@ def test_group_of_one_and_rule_1_are_not_pooled():
     assert res["status"] == "wrong"
     assert sorted(r["key"] for r in allrows if not r["ok"]) == sorted(
         [stem["key"], gate["key"], vec["key"]])
+
+
+# the judge's float64 reference: exact_float64's batch_norm (batch_norm64, decision 0054),
+# against an exact reference (Python's decimal at 50 digits) on an input whose channel means are
+# 60-90x their spread; PyTorch's own float64 batch_norm is the comparison (skipped without it)
+TORCH_PY = "/opt/torch2/bin/torch-python"
+BN_SHAPE = (8, 3, 32, 32)  # 8192 values a channel
+BN_MEANS = (60.0, -90.0, 75.0)  # x the spread (unit standard deviation)
+BN_MOMENTUM, BN_EPS = 0.1, 1e-5
+# the accurate one's bound: a few roundings per element plus pairwise sums of 8192 terms
+# (log2 8192 = 13 roundings of sum|t|, sum|t| ~ n x the terms' scale): 16 eps64 of each
+# tensor's scale. PyTorch's float64 batch_norm: ~200 here (y and the weight gradient), growing
+# with the count (24 -> 166 eps64 from 256 to 16384 values at 60x; at 600x, 213 -> 3886)
+BN_BOUND = 16.0
+
+
+def bn_case():
+    """x, weight, bias, upstream gradient g, running mean and variance (float64)"""
+    x = zc.input_array(BN_SHAPE, 501) + np.array(BN_MEANS).reshape(1, 3, 1, 1)
+    c = BN_SHAPE[1]
+    return dict(x=x, w=1.0 + 0.1 * zc.hash_uniform(c, 502), b=0.05 * zc.hash_uniform(c, 503),
+                g=zc.hash_uniform(x.size, 504).reshape(BN_SHAPE),
+                rm=0.1 * zc.hash_uniform(c, 505), rv=1.25 + 0.25 * zc.hash_uniform(c, 506))
+
+
+def exact_rows(x, g, w, b, eps):
+    """normalisation of each row of x (2-d, float64) with the row's affine w[r], b[r], exact to
+    ~1e-40 (decimal, 50 digits): y, dy/dx . g (x's gradient for the upstream g), sum(g * xhat)
+    and sum(g) per row (the affine gradients), the mean and the biased and unbiased variances"""
+    import decimal
+    from decimal import Decimal as D
+    out = dict(y=np.zeros(x.shape), dx=np.zeros(x.shape), dw=np.zeros(len(x)),
+               db=np.zeros(len(x)), mean=np.zeros(len(x)), var=np.zeros(len(x)),
+               var_u=np.zeros(len(x)))
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        for r in range(len(x)):
+            xs, gs = [D(float(v)) for v in x[r]], [D(float(v)) for v in g[r]]
+            n = D(len(xs))
+            mean = sum(xs) / n
+            d = [v - mean for v in xs]
+            ss = sum(v * v for v in d)
+            inv = 1 / (ss / n + D(eps)).sqrt()
+            xh = [v * inv for v in d]
+            wr, br = D(float(w[r])), D(float(b[r]))
+            mg = sum(gs) / n
+            mgx = sum(a * v for a, v in zip(gs, xh)) / n
+            out["y"][r] = [float(v * wr + br) for v in xh]
+            out["dx"][r] = [float(wr * inv * (a - mg - v * mgx)) for a, v in zip(gs, xh)]
+            out["dw"][r], out["db"][r] = float(mgx * n), float(mg * n)
+            out["mean"][r], out["var"][r] = float(mean), float(ss / n)
+            out["var_u"][r] = float(ss / (n - 1))
+    return out
+
+
+def exact_batch_norm(case):
+    """the exact training-mode BatchNorm of bn_case: outputs, gradients, running statistics"""
+    c = BN_SHAPE[1]
+    rows = lambda a: np.moveaxis(a, 1, 0).reshape(c, -1)
+    back = lambda a: np.moveaxis(a.reshape((c, BN_SHAPE[0]) + BN_SHAPE[2:]), 0, 1)
+    e = exact_rows(rows(case["x"]), rows(case["g"]), case["w"], case["b"], BN_EPS)
+    import decimal
+    from decimal import Decimal as D
+    m = D(BN_MOMENTUM)
+
+    def upd(old, new):  # (1 - momentum) * old + momentum * new, exactly (then rounded once)
+        with decimal.localcontext() as ctx:
+            ctx.prec = 50
+            return np.array([float((1 - m) * D(float(o)) + m * D(float(v)))
+                             for o, v in zip(old, new)])
+    return dict(y=back(e["y"]), dx=back(e["dx"]), dw=e["dw"], db=e["db"],
+                rm=upd(case["rm"], e["mean"]), rv=upd(case["rv"], e["var_u"]))
+
+
+def eps64_errors(got, ref):
+    """err(got, ref) in units of 2^-52, per tensor"""
+    return {k: zc.rel_err(got[k], ref[k]) / zc.EPS64 for k in ref}
+
+
+def batch_norm64_on(lib, case):
+    """zc.batch_norm64 computed with `lib`'s ops (tessera here; the judge runs it with
+    PyTorch's): y, the gradients of sum(y * g), the updated running statistics"""
+    x = lib.tensor(case["x"], requires_grad=True)
+    w = lib.tensor(case["w"], requires_grad=True)
+    b = lib.tensor(case["b"], requires_grad=True)
+    rm, rv = lib.tensor(case["rm"]), lib.tensor(case["rv"])
+    y = zc.batch_norm64(lib, x, rm, rv, w, b, True, BN_MOMENTUM, BN_EPS)
+    (y * lib.tensor(case["g"])).sum().backward()
+    return dict(y=y.detach().numpy(), dx=x.grad.numpy(), dw=w.grad.numpy(),
+                db=b.grad.numpy(), rm=rm.numpy(), rv=rv.numpy())
+
+
+def test_batch_norm64_is_float64_accurate():
+    """the judge's float64 BatchNorm formula (with Tessera's float64 ops, as CI has no PyTorch):
+    forward, the three gradients and both running statistics within BN_BOUND eps64 of the
+    exact values on an input whose means are 60-90x its spread"""
+    case = bn_case()
+    ref = exact_batch_norm(case)
+    errs = eps64_errors(batch_norm64_on(tessera, case), ref)
+    assert max(errs.values()) <= BN_BOUND, errs
+
+
+def test_batch_norm64_refuses_one_value_per_channel():
+    x = tessera.tensor(np.ones((1, 3, 1, 1)))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        zc.batch_norm64(tessera, x, None, None, training=True)
+
+
+TORCH_BN_SCRIPT = r"""
+import importlib.util, sys, numpy as np, torch
+torch.set_num_threads(1)
+spec = importlib.util.spec_from_file_location("zc", sys.argv[1])
+zc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(zc)
+c = dict(np.load(sys.argv[2]))
+F = torch.nn.functional
+stock = F.batch_norm
+
+def bn():
+    m = torch.nn.BatchNorm2d(3, eps=c["eps"].item(), momentum=c["momentum"].item()).double()
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor(c["w"])); m.bias.copy_(torch.tensor(c["b"]))
+        m.running_mean.copy_(torch.tensor(c["rm"])); m.running_var.copy_(torch.tensor(c["rv"]))
+    x = torch.tensor(c["x"], requires_grad=True)
+    y = m.train()(x)
+    (y * torch.tensor(c["g"])).sum().backward()
+    return dict(y=y.detach().numpy(), dx=x.grad.numpy(), dw=m.weight.grad.numpy(),
+                db=m.bias.grad.numpy(), rm=m.running_mean.numpy(), rv=m.running_var.numpy())
+
+out = {"stock_" + k: v for k, v in bn().items()}
+with zc.exact_float64(torch):
+    patched = F.batch_norm is not stock
+    out.update({"exact_" + k: v for k, v in bn().items()})
+out["patched"] = np.array(patched and F.batch_norm is stock)
+np.savez(sys.argv[3], **out)
+"""
+
+
+@pytest.fixture(scope="module")
+def torch_bn(tmp_path_factory):
+    """PyTorch's float64 BatchNorm2d train step, stock and under zc.exact_float64, on bn_case
+    (a subprocess of TORCH_PY; skipped without it)"""
+    import subprocess
+    tmp_path, case = tmp_path_factory.mktemp("bn"), bn_case()
+    if not os.path.exists(TORCH_PY):
+        pytest.skip("no PyTorch reference interpreter at %s (CI has none): the float64 BatchNorm "
+                    "of the judge is checked against PyTorch's there only" % TORCH_PY)
+    script, inp, res = tmp_path / "bn.py", tmp_path / "case.npz", tmp_path / "out.npz"
+    script.write_text(TORCH_BN_SCRIPT)
+    np.savez(inp, eps=BN_EPS, momentum=BN_MOMENTUM, **case)
+    subprocess.run([TORCH_PY, str(script), os.path.join(ROOT, "tools", "model_zoo_common.py"),
+                    str(inp), str(res)], check=True, timeout=120,
+                   env=dict(os.environ, OMP_NUM_THREADS="1"))
+    return dict(np.load(res))
+
+
+def test_exact_float64_batch_norm_beats_pytorch(torch_bn):
+    """under exact_float64, nn.BatchNorm2d's float64 train step (forward, gradients, running
+    statistics) is within BN_BOUND eps64 of exact; PyTorch's own is > 4 x BN_BOUND off on this
+    input (the reason for the replacement: ghostnetv3_050's float64 gate); F.batch_norm is
+    PyTorch's again after the block"""
+    case, got = bn_case(), torch_bn
+    ref = exact_batch_norm(case)
+    assert got["patched"]
+    exact = eps64_errors({k: got["exact_" + k] for k in ref}, ref)
+    stock = eps64_errors({k: got["stock_" + k] for k in ref}, ref)
+    assert max(exact.values()) <= BN_BOUND, exact
+    assert min(stock["y"], stock["dw"]) > 4 * BN_BOUND, stock
