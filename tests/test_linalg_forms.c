@@ -195,6 +195,10 @@ static void test_householder_svd(ts_device d) {
           got[0] == 3);
     CHECK(rd(ts_linalg_matrix_rank_tol(mk(TS_SHAPE(3, 3), m3, d), NULL, NULL, false)) &&
           got[0] == 2);
+    /* the default rtol by dtype: float64's eps * 3 * 3 = 2e-15 keeps 1e-10 (float32's would not) */
+    double m4[9] = {3, 0, 0, 0, 1, 0, 0, 0, 1e-10};
+    CHECK(rd(ts_linalg_matrix_rank_tol(mk(TS_SHAPE(3, 3), m4, d), NULL, NULL, false)) &&
+          got[0] == 3);
     CHECK_OK();
 }
 

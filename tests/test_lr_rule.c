@@ -151,6 +151,9 @@ static void test_onecycle(void) {
     CHECK_NEAR(mom, 0.95, 1e-16);
     CHECK_EQ(ts_onecycle_at(&c, 21, init, mx, mn, 0.95, 0.85, &lr, &mom), TS_ERR_ARG);
     CHECK_ERR_HAS(TS_ERR_ARG, "Tried to step 21 times");
+    const ts_onecycle c0 = {.total_steps = 0, .pct_start = 0.3};
+    CHECK_EQ(ts_onecycle_at(&c0, 0, init, mx, mn, 0.95, 0.85, &lr, &mom), TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "expected a positive total_steps, got 0");
     CHECK_OK();
 }
 

@@ -136,6 +136,19 @@ static void test_modules(void) {
     ts_error_clear();
 }
 
+/* one running statistic without the other: PyTorch's refusal, and neither is touched */
+static void check_one_statistic(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *x = ts_tensor_f64(TS_SHAPE(N, C, L), X, (ts_opts){.dtype = TS_F64, .device = dev});
+    ts_tensor *rm = vec(RM0, C, dev), *rv = vec(RV0, C, dev);
+    CHECK(!ts_batch_norm(x, rm, NULL, NULL, NULL, true, 0.25, 1e-5));
+    CHECK_ERR_HAS(TS_ERR_ARG, "running_mean and running_var must either both be None");
+    CHECK(!ts_batch_norm(x, NULL, rv, NULL, NULL, true, 0.25, 1e-5));
+    CHECK_ERR_HAS(TS_ERR_ARG, "neither be None");
+    CHECK(close_vec(rm, RM0, C, 0) && close_vec(rv, RV0, C, 0));
+    ts_scope_end();
+}
+
 int main(void) {
     fill_x();
     ts_device devs[TS_TEST_MAX_DEVICES];
@@ -143,6 +156,7 @@ int main(void) {
     for (int i = 0; i < nd; i++) {
         check_functional(devs[i], false);
         check_functional(devs[i], true);
+        check_one_statistic(devs[i]);
     }
     test_modules();
     return ts_test_finish();

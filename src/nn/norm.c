@@ -205,6 +205,11 @@ ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *runni
     /* autocast (TSI_AC_KEEP): nothing is cast; a bfloat16 / float16 input stays in its dtype
      * with float32 parameters and statistics (PyTorch's CPU batch norm), and the ops below run
      * with autocast off (the running statistics are updated in place, never replaced) */
+    if ((running_mean == NULL) != (running_var == NULL)) /* PyTorch's torch.batch_norm too */
+        return tsi_error_set(TS_ERR_ARG,
+                             "batch_norm: running_mean and running_var must either both be None "
+                             "or neither be None"),
+               NULL;
     ts_tensor *const ins[5] = {x, w, b, running_mean, running_var};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, "batch_norm", &x, &w, &b);
