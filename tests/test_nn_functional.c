@@ -323,7 +323,16 @@ static void test_dropout(ts_device dev) {
     float zh[3] = {1, 1, 1};
     CHECK(ts_copy_to_host(z, zh, sizeof zh) == TS_OK);
     CHECK(zh[0] == 0 && isnan(zh[1]) && zh[2] == 0);
+    /* in place: the same mask as ts_dropout for the same seed, written into x, x returned */
+    ts_tensor *xi = ts_ones(TS_SHAPE(n), (ts_opts){.device = dev});
+    ts_manual_seed(7);
+    CHECK(ts_dropout_(xi, p, true) == xi);
+    CHECK(ts_item(ts_sum(ts_ne(xi, y))) == 0);
+    ts_tensor *ev = ts_ones(TS_SHAPE(4), (ts_opts){.device = dev});
+    CHECK(ts_dropout_(ev, p, false) == ev && ts_item(ts_sum(ev)) == 4);
     CHECK_OK();
+    CHECK(!ts_dropout_(x, 1.5, true));
+    CHECK_ERR(TS_ERR_ARG);
     CHECK(!ts_dropout(x, 1.5, true));
     CHECK(msg_has("dropout probability has to be between 0 and 1, but got 1.5"));
     CHECK_ERR(TS_ERR_ARG);

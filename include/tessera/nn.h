@@ -115,6 +115,9 @@ TS_API ts_tensor *ts_channel_shuffle(ts_tensor *x, int64_t groups);
 TS_API ts_tensor *ts_bilinear(ts_tensor *input1, ts_tensor *input2, ts_tensor *weight,
                               ts_tensor *bias);
 TS_API ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
+/* in place: the dropped and rescaled values written into x, which is returned (retained into the
+ * scope), as F.dropout(inplace=True) */
+TS_API ts_tensor *ts_dropout_(ts_tensor *x, double p, bool training);
 /* ATen's feature dropout (torch.nn.functional.dropout1d / 2d / 3d): one Bernoulli(1 - p) draw per
  * channel, mask [N, C, 1, ...] of x [N, C, ...] (unbatched: [C, 1, ...] of x [C, ...]), kept
  * channels scaled by 1 / (1 - p); p = 1 gives x * 0. Not training, p = 0 or no elements: x itself

@@ -146,12 +146,12 @@ static PyObject *nn_dropout(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *xo;
     double p;
-    int training;
-    if (!PyArg_ParseTuple(args, "Odp:dropout", &xo, &p, &training)) return NULL;
+    int training, inplace = 0;
+    if (!PyArg_ParseTuple(args, "Odp|p:dropout", &xo, &p, &training, &inplace)) return NULL;
     ts_tensor *x = tsp_tensor_arg(xo, "dropout", "input"), *y;
     if (!x || tsp_enter() < 0) return NULL;
-    TSP_NOGIL(y = ts_dropout(x, p, training));
-    return tsp_wrap(y);
+    TSP_NOGIL(y = inplace ? ts_dropout_(x, p, training) : ts_dropout(x, p, training));
+    return tsp_result(xo, y, inplace || (y && y == x)); /* x itself: input itself, as PyTorch */
 }
 
 /* _nn_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) */
@@ -574,7 +574,7 @@ static PyMethodDef nn_functions[] = {
     {"_nn_adaptive_avg_pool2d", FN(nn_adaptive_avg_pool2d), METH_VARARGS, NULL},
     {"_nn_max_pool2d_backward", FN(nn_max_pool2d_backward), METH_VARARGS,
      "_nn_max_pool2d_backward(grad_output, x, k, s, p, d, ceil, indices)"},
-    {"_nn_dropout", FN(nn_dropout), METH_VARARGS, "_nn_dropout(x, p, training)"},
+    {"_nn_dropout", FN(nn_dropout), METH_VARARGS, "_nn_dropout(x, p, training, inplace=False)"},
     {"_nn_batch_norm", FN(nn_batch_norm), METH_VARARGS, NULL},
     {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
     {"_nn_embedding", FN(nn_embedding), METH_VARARGS,

@@ -202,6 +202,14 @@ ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
     return tsi_trace(op, &x, 1, y, NULL, 0, &p, 1);
 }
 
+ts_tensor *ts_dropout_(ts_tensor *x, double p, bool training) {
+    ts_scope_begin();
+    ts_tensor *y = ts_dropout(x, p, training);
+    const bool ok = y && (y == x || ts_copy_(x, y) != NULL);
+    ts_scope_end();
+    return ok ? tsi_own(ts_retain(x)) : NULL;
+}
+
 /* ------------------------------------------------------------------ embedding */
 /* padding_idx: a row of weight whose gradient stays zero, or -1 */
 static ts_tensor *embedding_op(ts_tensor *weight, ts_tensor *indices, int64_t padding_idx) {

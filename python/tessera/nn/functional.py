@@ -148,10 +148,7 @@ def adaptive_avg_pool2d(input, output_size):
 def dropout(input, p=0.5, training=True, inplace=False):
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    y = _C._nn_dropout(input, float(p), bool(training))
-    if inplace and y is not input:  # written into input and returned, as PyTorch's dropout_
-        return input.copy_(y)
-    return y
+    return _C._nn_dropout(input, float(p), bool(training), bool(inplace))  # ts_dropout(_)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
