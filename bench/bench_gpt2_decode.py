@@ -57,16 +57,18 @@ def llama_run(a, kind, threads, n=None):
     return json.loads(out)[0]
 
 
-def tessera_bytes(cfg, quant):
+def tessera_bytes(cfg, quant, act=None):
     """bytes a token reads: the four linears of each block and the tied head (float32, or the
-    integers plus a float32 scale and an int32 zero point a row / a group of 32), the biases and
+    integers plus a float32 scale and an int32 zero point a row / a group of 32; int4 with int8
+    activations: a float16 scale a group of 32 and no zero point, decision 0051), the biases and
     the layer norms (float32); one row of each embedding is left out"""
     C, L, V = cfg["n_embd"], cfg["n_layer"], cfg["vocab_size"]
     F = cfg.get("n_inner") or 4 * C
     shapes = [(3 * C, C), (C, C), (F, C), (C, F)] * L + [(V, C)]
     tot = 4 * (L * (3 * C + C + F + C + 4 * C) + 2 * C)
     for n, k in shapes:
-        tot += {None: 4 * n * k, "int8": n * k + 8 * n, "int4": n * k // 2 + 8 * n * k // 32}[quant]
+        tot += {None: 4 * n * k, "int8": n * k + 8 * n,
+                "int4": n * k // 2 + (2 if act else 8) * n * k // 32}[quant]
     return tot
 
 
@@ -128,10 +130,10 @@ def main():
           " weight MB/token | GB/s | of read | Tessera / llama.cpp |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for t in sorted({k[2] for k in best}):
-        for name, quant, kind, _ in pairs:
+        for name, quant, kind, act in pairs:
             if ("tessera", name, t) not in best:
                 continue
-            tb = tessera_bytes(cfg, quant)
+            tb = tessera_bytes(cfg, quant, act)
             lb, ltype = sizes[kind]
             tv, lv = best[("tessera", name, t)], best[("llama", kind, t)]
             print("| %d | %s | %.1f | %.1f | %.1f | %.0f%% | %s | %.1f | %.1f | %.1f | %.0f%%"

@@ -3,15 +3,21 @@
  * under TS_QCONV=own and once under TS_QCONV=dnnl and compare the columns (process CPU time, the
  * best of the repetitions: the host is shared).
  *
- *   TS_NUM_THREADS=1 TS_QCONV=own  build/bench/bench_qconv_route [batch [reps]]
- *   TS_NUM_THREADS=1 TS_QCONV=dnnl build/bench/bench_qconv_route [batch [reps]]
+ *   TS_NUM_THREADS=1 TS_QCONV=own  build/bench/bench_qconv_route [batch [reps [cl]]]
+ *   TS_NUM_THREADS=1 TS_QCONV=dnnl build/bench/bench_qconv_route [batch [reps [cl]]]
+ *
+ * cl: the input channels_last (a view, as the ONNX importer passes a chain's activations, decision
+ * 0053) with x_zp 0 (a ReLU's output): oneDNN's route reads it in place and writes a channels_last
+ * output; the own kernels (TS_QCONV=own) run on NCHW copies of it.
  *
  * Prints one line a shape: model, C, H, CO, K, stride, groups, ms a call. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "ops/quant_internal.h" /* tsi_quantized_view: a channels_last quantized input */
 #include "tessera.h"
 #include "tessera/quant.h"
 
@@ -61,6 +67,7 @@ static double cpu_ms(void) {
 int main(int argc, char **argv) {
     const int64_t batch = argc > 1 ? atoll(argv[1]) : 1;
     const int reps = argc > 2 ? atoi(argv[2]) : 5;
+    const bool cl = argc > 3 && !strcmp(argv[3], "cl");
     uint64_t r = 88172645463325252ull;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape *s = &shapes[i];
@@ -75,8 +82,10 @@ int main(int argc, char **argv) {
             r ^= r << 13, r ^= r >> 7, r ^= r << 17, wb[j] = (int8_t)((int64_t)(r >> 40) % 31 - 15);
         for (int64_t j = 0; j < s->co; j++) fm[j] = 0.0005f;
         ts_scope_begin();
-        ts_tensor *x = ts_make_per_tensor_quantized_tensor(
-            ts_from_data(TS_SHAPE(batch, s->c, s->h, s->h), TS_U8, xb, (ts_opts){0}), 0.02, 3);
+        ts_tensor *xr = ts_from_data(TS_SHAPE(batch, s->c, s->h, s->h), TS_U8, xb, (ts_opts){0});
+        ts_tensor *x =
+            cl ? tsi_quantized_view("bench", ts_contiguous_format(xr, TS_CHANNELS_LAST), 0.02, 0)
+               : ts_make_per_tensor_quantized_tensor(xr, 0.02, 3);
         ts_tensor *w = ts_make_per_tensor_quantized_tensor(
             ts_from_data(TS_SHAPE(s->co, cg, s->k, s->k), TS_I8, wb, (ts_opts){0}), 0.01, 0);
         ts_tensor *m = ts_tensor_f32(TS_SHAPE(s->co), fm, (ts_opts){0});

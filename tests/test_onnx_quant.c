@@ -164,6 +164,30 @@ static void test_qlinear_conv(ts_device dev, bool quantized) {
     }
     check_values(y, quantized ? TS_U8 : TS_I32, TS_SHAPE(1, 4, g.oh, g.ow), want, NULL,
                  quantized ? "QLinearConv" : "ConvInteger");
+    if (quantized) {
+        /* the node keeps x_scale * w_scale / y_scale between runs: a new y_scale tensor, then
+         * x_scale's same tensor written in place, must each make it again */
+        ts_tensor *txs = tensor(dev, TS_F32, TS_SHAPE(), &xs),
+                  *tws = tensor(dev, TS_F32, TS_SHAPE(4), ws),
+                  *tyz = tensor(dev, TS_U8, TS_SHAPE(), &yz),
+                  *tb = tensor(dev, TS_I32, TS_SHAPE(4), bias);
+        const float ys1 = 0.5f;
+        ts_tensor *tys = tensor(dev, TS_F32, TS_SHAPE(), &ys),
+                  *tys1 = tensor(dev, TS_F32, TS_SHAPE(), &ys1);
+        for (int step = 0; step < 3; step++) { /* steps 1 and 2: the same y_scale tensor */
+            const float xs2 = step == 2 ? 0.03f : xs, ys2 = step ? ys1 : ys;
+            if (step == 2) ts_fill_(txs, (double)xs2);
+            for (int o = 0; o < 4; o++)
+                for (int i = 0; i < g.oh; i++)
+                    for (int j = 0; j < g.ow; j++)
+                        want[(o * g.oh + i) * g.ow + j] = requant(
+                            conv_at(x, xz, w, wz[o], &g, o, i, j) + bias[o], xs2, ws[o], ys2, yz);
+            ts_tensor *in[9] = {tx, txs, txz, tw, tws, twz, step ? tys1 : tys, tyz, tb};
+            y = NULL;
+            CHECK(run(m, 9, in, 1, &y));
+            check_values(y, TS_U8, TS_SHAPE(1, 4, g.oh, g.ow), want, NULL, "QLinearConv again");
+        }
+    }
     ts_module_free(m);
     model_free();
     ts_scope_end();

@@ -8,7 +8,8 @@
  * sums of 2^24 or more (oneDNN's float32 store may round them: declined after running, counted;
  * ts_qlinear_conv2d then still gives ORT's integers through the own kernels). Last, the route
  * table of kern_qconv.c and TS_QCONV through ts_qlinear_conv2d: a 1x1 reduction at 14x14 stays on
- * the own kernels, a 3x3 conv goes to oneDNN, TS_QCONV=own|dnnl overrides both. */
+ * the own kernels, a 3x3 conv goes to oneDNN, TS_QCONV=own|dnnl overrides both. The shapes and the
+ * declines run again in bands of output rows (qconv_dnnl.c: one row a band, then a few). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
@@ -179,6 +180,11 @@ static void test_shapes(void) {
         {1, 8, 6, 6, 8, 2, 2, 1, 1, 0, 0, 1, 1, 1, true, true, false, false, true},   /* ties */
         {1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, false, false, false, false, true},
         {1, 20, 7, 7, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, true, true, true, false},
+        /* 5 channels: the epilogue's flat vectors cross positions (lcm(5, 16) = 80 values) */
+        {1, 6, 7, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, true, true, false},
+        {2, 4, 9, 6, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, false, true, false, true, false},
+        /* 3 int8 planes 37 wide: the stem's transpose, 16 pixels at a time and a tail */
+        {2, 3, 11, 37, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, true, true, true, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
 }
@@ -275,6 +281,15 @@ int main(void) {
     if (!tsi_qconv_dnnl_fits(&(ts_qconv_args){.fmult = (const float[]){1.0f}, .cout = 0}))
         return ts_test_skip("test_qconv_dnnl: built without oneDNN");
     test_shapes();
+    /* in bands of output rows: one row a band, then a few (the padded NCHW copy's rows) */
+    const uint64_t banded0 = tsi_qconv_dnnl_banded_count();
+    tsi_qconv_dnnl_set_band_bytes(1);
+    test_shapes();
+    tsi_qconv_dnnl_set_band_bytes(700);
+    test_shapes();
+    test_declines(); /* the sums past 2^24 found in some band */
+    tsi_qconv_dnnl_set_band_bytes(0);
+    CHECK(tsi_qconv_dnnl_banded_count() >= banded0 + 20);
     test_declines();
     test_route();
     return ts_test_finish();

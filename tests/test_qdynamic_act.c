@@ -7,10 +7,13 @@
  * the output in float64. Exact cases: x = integers / 8 with max |x| = 127 / 8 (sx = 1 / 8), weights
  * small integers times powers of two, so that every float32 step of either kernel is exact and y
  * must equal the float64 value bit for bit (a wrong integer anywhere shows). Random cases: int8
- * within 4 roundings of |acc sx s| + |b|; int4 within (groups + 12) 2^-24 (S + |b|), S = sx sum_g
- * s_g sum_k |xq| (|q| + zp_g) (a bound for any summation order of depth groups + 8, the terms of
- * either kernel's decomposition). Each case on the portable kernel and on AVX512-VNNI (when the
- * host has it), and the two compared. */
+ * within 4 roundings of |acc sx s| + |b|; int4 within (units + 8) 2^-24 (S + |b|), S = sx sum_g
+ * s_g sum_k |xq| (|q| + zp_g), units = ceil(K / 128) (the lanes' fma chains are units long, then
+ * the tree of 4, sx and the bias: depth units + 6). int4 scales either all float16 values (the
+ * kernels read the float16 copy: kinds 4, 5) or not (float32: kinds 3, 6; exact cases 2^-26 /
+ * 2^-27, below float16's range). Each case on the portable kernel and on AVX512-VNNI (when the
+ * host has it): both against the reference, and the two bit for bit equal (the contract:
+ * include/tessera/quant.h). */
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -20,6 +23,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/qgemm_vnni.h"
+#include "backend/kernel_math.h"
 #include "tessera/autograd.h"
 #include "tessera/quant.h"
 #include "ts_test.h"
@@ -59,7 +63,8 @@ static float act_quant(const float *x, int64_t K, int32_t *q) {
 }
 
 /* a weight: kind 0 int8 per channel zp 0, 1 int8 per channel with zero points, 2 int8 per tensor,
- * 3 int4 per group, 4 int4 per group with every zero point 8; ints q (int8: the value; int4:
+ * int4 per group: 3 zero points 0..15 and 4 every zero point 8 (the symmetric recipe's), each
+ * with float16 scales, 5 / 6 the same with scales no float16 holds; ints q (int8: the value; int4:
  * 0..15), scales / zps per row or group. exact: scales powers of two. The float weight (q - zp) s
  * quantizes back to q exactly. */
 typedef struct wcase {
@@ -77,12 +82,16 @@ static void make_w(wcase *c, bool exact) {
     c->q = malloc((size_t)(N * K) * sizeof *c->q);
     c->zp = malloc((size_t)P * sizeof *c->zp), c->s = malloc((size_t)P * sizeof *c->s);
     float *wf = malloc((size_t)(N * K) * sizeof *wf);
+    const bool f32s = c->kind >= 5; /* int4 scales float16 cannot hold */
     for (int64_t i = 0; i < P; i++) {
-        c->s[i] = exact ? (rnd(2) ? 1.0 / 64 : 1.0 / 128) : 0.001 + 0.0001 * (double)rnd(50);
-        c->zp[i] = c->kind == 0   ? 0
-                   : c->kind == 4 ? 8
-                   : c->kind == 3 ? (int32_t)rnd(16)
-                                  : (int32_t)rnd(21) - 10;
+        const double r = 0.001 + 0.0001 * (double)rnd(50), e = rnd(2) ? 1.0 / 64 : 1.0 / 128;
+        c->s[i] = exact                          ? (f32s ? e * 0x1p-20 : e)
+                  : c->kind == 3 || c->kind == 4 ? (double)ts_f16_to_f32(ts_f32_to_f16((float)r))
+                                                 : r;
+        c->zp[i] = c->kind == 0                   ? 0
+                   : c->kind == 4 || c->kind == 6 ? 8
+                   : c->kind >= 3                 ? (int32_t)rnd(16)
+                                                  : (int32_t)rnd(21) - 10;
     }
     if (c->kind == 2)
         for (int64_t i = 0; i < P; i++) c->s[i] = c->s[0], c->zp[i] = c->zp[0];
@@ -133,7 +142,8 @@ static bool check(const wcase *c, const float *x, const float *b, int64_t M, con
             }
             r = r * sx + (b ? b[n] : 0);
             S = S * sx + (b ? fabs(b[n]) : 0);
-            const double tol = exact ? 0 : c->kind >= 3 ? (double)(G + 12) * U * S : 4 * U * S;
+            const double units = (double)((K + 127) / 128);
+            const double tol = exact ? 0 : c->kind >= 3 ? (units + 8) * U * S : 4 * U * S;
             if (!(fabs(y[m * N + n] - r) <= tol)) {
                 fprintf(stderr, "%s: y[%lld][%lld] = %.9g, float64 %.9g (tol %.3g)\n", what,
                         (long long)m, (long long)n, y[m * N + n], r, tol);
@@ -161,7 +171,9 @@ static void case_one(int kind, int64_t M, int64_t N, int64_t K, int64_t gs, bool
             x[m * K + k] = exact ? (float)((int)rnd(255) - 127) / 8.0f : urand() * 3.0f;
         if (exact) x[m * K + rnd((uint32_t)K)] = rnd(2) ? 127.0f / 8 : -127.0f / 8;
     }
-    for (int64_t n = 0; n < N; n++) b[n] = exact ? (float)((int)rnd(64) - 32) / 16.0f : urand();
+    const float bs = kind >= 5 ? 0x1p-20f : 1.0f; /* exact: the bias at the products' scale */
+    for (int64_t n = 0; n < N; n++)
+        b[n] = exact ? (float)((int)rnd(64) - 32) / 16.0f * bs : urand();
     ts_tensor *xt = ts_tensor_f32(TS_SHAPE(M, K), x, (ts_opts){0});
     ts_tensor *bt = ts_tensor_f32(TS_SHAPE(N), b, (ts_opts){0});
     CHECK_OK();
@@ -179,7 +191,7 @@ static void case_one(int kind, int64_t M, int64_t N, int64_t K, int64_t gs, bool
             CHECK(y && ts_ndim(y) == 2 && ts_size(y, 0) == M && ts_size(y, 1) == N);
             ys[i] = host(y);
             CHECK(check(&c, x, wb ? b : NULL, M, ys[i], exact, what));
-            if (i == 1 && (exact || kind < 3)) /* the same integers and epilogue: equal */
+            if (i == 1) /* the same integers and float32 steps: equal bits */
                 CHECK(memcmp(ys[0], ys[1], (size_t)(M * N) * sizeof(float)) == 0);
         }
     for (int i = 0; i < 2; i++) free(ys[i]);
@@ -198,17 +210,20 @@ static void shapes(void) {
             case_one(kind, 3, 19, 130, 0, ex);
             case_one(kind, 2, 6, 1, 0, ex);
         }
-        case_one(4, 1, 37, 96, 32, ex); /* one zero point for all (8: the symmetric recipe) */
-        case_one(4, 2, 9, 256, 64, ex);
-        case_one(3, 1, 9, 32, 32, ex);  /* one group: a half register */
-        case_one(3, 1, 37, 96, 32, ex); /* three groups: two, then a half */
-        case_one(3, 3, 18, 256, 32, ex);
-        case_one(3, 1, 7, 192, 64, ex);
-        case_one(3, 2, 5, 256, 128, ex);
-        case_one(3, 1, 4, 512, 256, ex);
+        for (int kind = 3; kind <= 6; kind++) {
+            case_one(kind, 1, 9, 32, 32, ex);  /* one unit of one group */
+            case_one(kind, 1, 37, 96, 32, ex); /* a short unit of three groups */
+            case_one(kind, 3, 18, 256, 32, ex);
+            case_one(kind, 1, 7, 192, 64, ex); /* a unit, then 64 */
+            case_one(kind, 2, 9, 256, 64, ex);
+            case_one(kind, 2, 5, 256, 128, ex);
+            case_one(kind, 1, 4, 512, 256, ex);
+            case_one(kind, 2, 6, 416, 32, ex); /* three units, then 32 */
+        }
     }
     case_one(0, 1, 70, 768, 0, false); /* over threads */
-    case_one(3, 1, 70, 768, 0 + 32, false);
+    case_one(3, 1, 70, 768, 32, false);
+    case_one(4, 1, 70, 768, 32, false);
 }
 
 /* torchao's activation rule read back through an identity weight: y[n] = xq[n] * sx */
@@ -257,29 +272,43 @@ static void act_rule(void) {
     ts_scope_end();
 }
 
-/* the symmetric int4 recipe at hand-worked values */
+/* the symmetric int4 recipe at hand-worked values: the scale rounded to float16 first, the weights
+ * quantized with the rounded scale */
 static void recipe(void) {
     ts_scope_begin();
-    float w[64] = {7.5f, -8.0f, 2.5f, -3.5f, 1.0f, 0.4f};
-    for (int i = 32; i < 64; i++) w[i] = 0; /* an all-zero group: scale eps */
+    float w[128] = {7.5f, -8.0f, 2.5f, -3.5f, 1.0f, 0.4f};
+    /* group 1 all zero: scale float32's eps 2^-23 (a float16 subnormal); group 2: max 3e-6, scale
+     * 4e-7 -> the subnormal 7 * 2^-24; group 3: max 491000, scale 65466.67 -> 65472 (2046 * 32) */
+    w[64] = 3e-6f, w[65] = -1e-6f, w[96] = -491000.0f, w[97] = 30000.0f;
     ts_tensor *q =
-        ts_quantize_int4_symmetric_weight(ts_tensor_f32(TS_SHAPE(1, 64), w, (ts_opts){0}), 32);
+        ts_quantize_int4_symmetric_weight(ts_tensor_f32(TS_SHAPE(1, 128), w, (ts_opts){0}), 32);
     CHECK_OK();
     CHECK(q && ts_dtype_of(q) == TS_QUINT4X2 && ts_q_group_size(q) == 32);
-    double s[2];
-    int64_t z[2];
+    double s[4];
+    int64_t z[4];
     CHECK_EQ(ts_copy_to_host(ts_q_per_channel_scales(q), s, sizeof s), TS_OK);
     CHECK_EQ(ts_copy_to_host(ts_q_per_channel_zero_points(q), z, sizeof z), TS_OK);
-    CHECK(s[0] == (double)(8.0f / 7.5f)); /* CHECK_EQ compares as integers */
-    CHECK(s[1] == (double)FLT_EPSILON);
-    CHECK(z[0] == 8 && z[1] == 8);
-    uint8_t r[64];
+    /* 8 / 7.5 = 1.0666667 -> 1092 * 2^-10 = 1.06640625 (CHECK_EQ compares as integers) */
+    CHECK(s[0] == 1.06640625);
+    CHECK(s[1] == 0x1p-23);
+    CHECK(s[2] == 7 * 0x1p-24);
+    CHECK(s[3] == 65472.0);
+    CHECK(z[0] == 8 && z[1] == 8 && z[2] == 8 && z[3] == 8);
+    uint8_t r[128];
     CHECK_EQ(ts_copy_to_host(ts_int_repr(q), r, sizeof r), TS_OK);
-    for (int i = 0; i < 6; i++) { /* q + 8 = clamp(round_half_even(w / s), -8, 7) + 8 */
-        const float t = nearbyintf(w[i] * (1.0f / (8.0f / 7.5f)));
+    for (int i = 0; i < 128; i++) { /* q + 8 = clamp(round_half_even(w * (1 / s)), -8, 7) + 8 */
+        const float t = nearbyintf(w[i] * (1.0f / (float)s[i / 32]));
         CHECK_EQ(r[i], (uint8_t)((t < -8 ? -8 : t > 7 ? 7 : t) + 8));
     }
-    CHECK(r[0] == 15 && r[1] == 1); /* 7.5 / s = 7.03 -> 7; -8 * (1 / s) = -7.4999995 -> -7 */
+    /* 7.5 / s = 7.03 -> 7; -8 / s = -7.5018 -> -8 (with the unrounded 1.0666667: -7.4999995 -> -7,
+     * llama.cpp's way: quantize with the float32 scale, store it as float16) */
+    CHECK(r[0] == 15 && r[1] == 0 && r[2] == 10 && r[5] == 8);
+    CHECK(r[64] == 15 && r[65] == 6); /* 3e-6 / 4.17e-7 = 7.19 -> 7; -1e-6 -> -2.4 -> -2 */
+    CHECK(r[96] == 1 && r[97] == 8);  /* -491000 / 65472 = -7.4994 -> -7; 0.458 -> 0 */
+    /* dequantized: exactly (q - 8) * the stored scale */
+    float dq[128];
+    CHECK_EQ(ts_copy_to_host(ts_dequantize(q), dq, sizeof dq), TS_OK);
+    for (int i = 0; i < 128; i++) CHECK(dq[i] == (float)(((int)r[i] - 8) * s[i / 32]));
     ts_scope_end();
 }
 
@@ -294,6 +323,10 @@ static void refusals(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "quantize_int4_symmetric_weight: group_size must be 32, 64");
     CHECK(!ts_quantize_int4_symmetric_weight(ts_tensor_f32(TS_SHAPE(2, 96), v, (ts_opts){0}), 64));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "does not divide in_features");
+    v[64 + 40] = 491400.0f; /* row 1, group 1: 491400 / 7.5 = 65520 rounds to float16's inf */
+    CHECK(!ts_quantize_int4_symmetric_weight(ts_tensor_f32(TS_SHAPE(8, 64), v, (ts_opts){0}), 32));
+    CHECK_ERR_HAS(TS_ERR_ARG, "weight row 1, group 1: max |w| 491400 needs a scale over float16's");
+    v[64 + 40] = 0;
     CHECK(!ts_int8_dynamic_activation_linear(ts_to_dtype(x, TS_F64), w, NULL));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "int8_dynamic_activation_linear: input must be float32");
     CHECK(!ts_int8_dynamic_activation_linear(ts_to_dtype(x, TS_BF16), w, NULL));

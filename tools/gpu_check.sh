@@ -268,7 +268,7 @@ klog=$OUT/kernels.log
 : >"$klog"
 if want kernels; then
     kok=1
-    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_channels_last test_cuda_compute test_linalg_cuda test_linear_act_epilogue test_mlp_fused}; do
+    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_channels_last test_cuda_compute test_linalg_cuda test_linear_act_epilogue test_mlp_fused test_cuda_quant}; do
         if [ ! -x "$bin/tests/$t" ]; then
             note "$t: not built"
             kok=0

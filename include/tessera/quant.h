@@ -103,6 +103,31 @@ TS_API ts_tensor *ts_dynamic_quantized_linear(ts_tensor *x, ts_tensor *w, ts_ten
 TS_API ts_tensor *ts_dynamic_quantize_linear(ts_tensor *x, ts_tensor **scale,
                                              ts_tensor **zero_point);
 
+/* ONNX's MatMulInteger -> Cast(float) -> Mul(a_scale * b_scale) [-> Add(bias)] in one call (ONNX
+ * Runtime's com.microsoft MatMulIntegerToFloat): a uint8 / int8 [.., K] (plain bytes), b uint8 /
+ * int8 [K, N] (read where it lies; a constant b's packed form is cached across calls); a_scale
+ * float32 one value, b_scale float32 one value or N (per column); a_zero_point NULL (0) or
+ * uint8 / int8 one value, b_zero_point NULL (0) or uint8 / int8 one value or N; bias NULL or
+ * float32 of N values. acc = sum_k (a - a_zp)(b - b_zp[n]) exact, wrapped to int32 as
+ * MatMulInteger's; y = (float)acc * (a_scale * b_scale[n]) (+ bias[n]), float32 [.., N], each step
+ * one float32 operation in that order: the unfused ONNX ops' bits. K at most 65536. No autograd
+ * (a scale or bias that requires grad is refused, TS_ERR_UNSUPPORTED). cpu and sim. */
+TS_API ts_tensor *ts_matmul_integer_to_float(ts_tensor *a, ts_tensor *a_scale,
+                                             ts_tensor *a_zero_point, ts_tensor *b,
+                                             ts_tensor *b_scale, ts_tensor *b_zero_point,
+                                             ts_tensor *bias);
+
+/* ONNX's DynamicQuantizeLinear(x) -> (y, s, z) read by count ts_matmul_integer_to_float(y, s, z,
+ * b[i], b_scale[i], b_zero_point[i], bias[i]) products (ONNX Runtime's DynamicQuantizeMatMul; the
+ * Q, K and V projections of one input), in one call: out[i] (float32 [.., N_i]) the same bits as
+ * the two ops. x float32 [.., K]; b_zero_point and bias may be NULL (arrays) or hold NULLs. On the
+ * cpu x is quantized once, its rows' sums made in the same pass; other devices and non-finite
+ * values of x run the two ops. On error every out[i] is NULL. No autograd. */
+TS_API ts_status ts_dynamic_quantize_matmul_to_float(ts_tensor *x, int count, ts_tensor *const *b,
+                                                     ts_tensor *const *b_scale,
+                                                     ts_tensor *const *b_zero_point,
+                                                     ts_tensor *const *bias, ts_tensor **out);
+
 /* ------------------------------------------------------------------ making and reading params */
 /* torch._make_per_tensor_quantized_tensor(int_repr, scale, zero_point): a quantized tensor of
  * the integers r (int8 -> qint8, uint8 -> quint8, int32 -> qint32), copied; the parameters
@@ -247,18 +272,25 @@ TS_API ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size)
  * symmetric, to int8 as torchao's _int8_symm_per_token_reduced_range_quant: sx = max(max_k |x_k| /
  * 127, 1e-5), xq = clamp(round_half_even(x * (1 / sx)), -127, 127), all in float32; w as
  * ts_weight_only_linear's (qint8 [N, K] per channel along axis 0 or per tensor, or quint4x2 [N, K]
- * per group of 32, 64, 128 or 256); the exact int32 sums acc = sum_k xq (q - zp) per row (int8) or
- * per group (int4), then y = ((float)acc * sx) * scale[n] + bias[n] (int8; torchao's order) or
- * (sum_g scale[n][g] (float)acc_g) * sx + bias[n] (int4, float32 in any order), float32 of shape
- * x.shape[:-1] + [N]; bias NULL or float32 [N]. A row of x holding NaN or inf gives NaN outputs. K
- * at most 65536. AVX512-VNNI (vpdpbusd) where the CPU has it, else portable C: the same integers.
+ * per group of 32, 64, 128 or 256); the exact int32 sums acc = sum_k xq (q - zp) per row (int8),
+ * then y = ((float)acc * sx) * scale[n] + bias[n] (torchao's order); int4: per lane of 8
+ * elements (lane l of each 128: elements 8l..8l+7, one group) its exact int32 sum L, 16 float32
+ * partial sums f[l] = fmaf((float)L, scale, f[l]) over the 128s in order, y = tree(f) * sx +
+ * bias[n] (tree: f[l] + f[l + 8], then + 4, + 2, + 1); float32 of shape x.shape[:-1] + [N]; bias
+ * NULL or float32 [N]. Every kernel gives these bits. A row of x holding NaN or inf gives NaN
+ * outputs. K at most 65536. AVX512-VNNI (vpdpbusd) where the CPU has it, else portable C: the
+ * same bits.
  * No autograd (the rounding has no gradient): an input or bias that requires grad is refused
  * (TS_ERR_UNSUPPORTED). torchao's 8da4w quantizes activations asymmetrically by default
  * (act_mapping_type=ASYMMETRIC); this is its act_mapping_type=SYMMETRIC. cpu and sim. */
 TS_API ts_tensor *ts_int8_dynamic_activation_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias);
 /* torchao's 8da4w weight recipe: w float32 [N, K] quantized per group of group_size (32, 64, 128,
  * 256; dividing K) along K, symmetric to [-8, 7]: scale = max(max|group| / 7.5, float32 eps) in
- * float32, stored as quint4x2 with zero point 8 (ts_quantize_per_group's rounding). */
+ * float32, rounded to float16 (to nearest even: torchao's scales_precision=float16, llama.cpp's
+ * q4_0 scale type), then the weights quantized with that rounded scale (ts_quantize_per_group's
+ * rounding, x * (1.0f / scale) in float32), stored as quint4x2 with zero point 8; dequantize uses
+ * exactly the stored scale. A group whose scale rounds past 65504 (max |w| >= 491400) is refused
+ * (TS_ERR_ARG). Decision 0051. */
 TS_API ts_tensor *ts_quantize_int4_symmetric_weight(ts_tensor *w, int64_t group_size);
 
 /* ------------------------------------------------------------------ observers' statistics */

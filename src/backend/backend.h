@@ -364,6 +364,9 @@ struct ts_backend {
     /* qconv: a quantized 2-D convolution (ts_qconv_args; false as qlinear's); qpool: max or
      * adaptive average pooling of quantized integers (ts_qpool_args) */
     bool (*qconv)(const ts_backend *be, int index, const ts_qconv_args *a);
+    /* Optional (NULL: no): whether qconv runs fastest on channels_last activations (x_nhwc,
+     * out_nhwc), so that a caller keeps a chain of them NHWC (decision 0053) */
+    bool (*qconv_channels_last)(const ts_backend *be, int index);
     void (*qpool)(const ts_backend *be, int index, const ts_qpool_args *a);
     /* qlinear_add: ONNX Runtime's QLinearAdd on uint8 / int8 bytes (ts_qlinear_add_args) */
     void (*qlinear_add)(const ts_backend *be, int index, const ts_qlinear_add_args *a);

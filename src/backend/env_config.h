@@ -38,8 +38,9 @@ extern "C" {
     X(CONV, "TS_CONV", "force the convolution provider (dnnl or builtin)")                         \
     X(CONV_NHWC, "TS_CONV_NHWC", "channels_last convolutions: keep or blocked")                    \
     X(CONV_OWN, "TS_CONV_OWN", "blocked inference: which of Tessera's own kernels run")            \
-    X(QCONV, "TS_QCONV", "force the int8 convolution's route (dnnl or own)")                       \
+    X(QCONV, "TS_QCONV", "int8 convolution route: dnnl or own; nchw: no channels_last")            \
     X(ONNX_BLOCKED, "TS_ONNX_BLOCKED", "0: no blocked rewrite; nchw: blocked, not channels_last")  \
+    X(ONNX_FUSE_QMATMUL, "TS_ONNX_FUSE_QMATMUL", "0: MatMulInteger, Cast, Mul left unfused")       \
     X(ONNX_MAX_NODE_ELEMENTS, "TS_ONNX_MAX_NODE_ELEMENTS", "cap on one ONNX node's elements")      \
     X(ONNX_MAX_LOOP_ITERATIONS, "TS_ONNX_MAX_LOOP_ITERATIONS", "cap on ONNX Loop iterations")      \
     X(CUDA_SYNC, "TS_CUDA_SYNC", "wait after every CUDA kernel")                                   \

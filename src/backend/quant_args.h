@@ -60,6 +60,18 @@ typedef struct ts_qlinear_args {
     /* the weight's identity for the cache of packed weights (as ts_qconv_args'); w_uid 0: none */
     uint64_t w_uid, w_version;
     int64_t w_offset;
+    /* ONNX's MatMulInteger -> Cast -> Mul [-> Add] (ts_matmul_integer_to_float): with fmul set,
+     * out_f = (float)acc * fmul[n] (+ fadd[n] when fadd is set), acc wrapped to int32, each step
+     * one float32 operation (fscale, fbias and bias unused) */
+    const float *fmul, *fadd;
+    /* w_strided: w is read as the byte at w[n * w_sn + k * w_sk] xor w_flip (a [k, n] weight read
+     * where it lies; w_flip 0x80: uint8 bytes moved down by 128, w_zp moved by the caller) */
+    bool w_strided;
+    int64_t w_sn, w_sk;
+    uint8_t w_flip;
+    /* x_sums (NULL: the kernel sums them): each row's byte sum of an unsigned x, made where x was
+     * (ts_dynamic_quantize_matmul_to_float quantizes x and sums its rows in one pass) */
+    const int64_t *x_sums;
 } ts_qlinear_args;
 
 /* A quantized 2-D convolution (backend.h's qconv): x [N, C, H, W] contiguous bytes (uint8 when
@@ -83,6 +95,9 @@ typedef struct ts_qconv_args {
     void *out;
     bool out_unsigned;
     int32_t out_zp, out_min, out_max;
+    /* channels_last: x is [N, H, W, C] dense bytes (x_nhwc), out is [N, OH, OW, Cout] (out_nhwc)
+     * instead of the NCHW arrays above; either, both or neither (decision 0053) */
+    bool x_nhwc, out_nhwc;
     /* the weight's identity for the cache of packed weights (backend/cpu/conv_dnnl.h's
      * tsi_conv_weight_id: its storage's uid, version and offset); w_uid 0: none */
     uint64_t w_uid, w_version;
@@ -109,6 +124,9 @@ typedef struct ts_qpool_args {
     bool adaptive_avg;
     ts_dtype qdtype;
     int64_t planes, h, w, oh, ow;
+    /* channels_last: x [planes / c, H, W, c] -> out [planes / c, OH, OW, c] (dense NHWC) */
+    bool nhwc;
+    int64_t c;
     int64_t kernel[2], stride[2], pad[2], dil[2];
     const void *x;
     void *out;
@@ -135,10 +153,13 @@ typedef struct ts_wo_args {
      * quantized to int8 per token, symmetric (sx = max(max|x| / 127, 1e-5), q = clamp(
      * round_half_even(x * (1 / sx)), -127, 127) in float32), the exact int32 sums acc = sum_k q
      * (w - zp) per group (int8: per row, k at most 65536), then y = ((float)acc * sx) * scale +
-     * bias (int4: y = (sum_g scale_g (float)acc_g) * sx + bias); a row of x holding NaN or inf
-     * gives NaN. */
+     * bias (int4: 16 lanes of 8 elements a 128, y = tree16(sum over units of fma((float)lane sum,
+     * its scale)) * sx + bias: kern_qdynamic_act.c); a row of x holding NaN or inf gives NaN. */
     bool act_int8;
     bool uniform_zp; /* every zero point is zero_points[0] (the act_int8 kernel reads one) */
+    /* int4: the scales as float16 bits when every one is exactly a float16 (the values of
+     * scales; tsi_quant_kparams' scales_f16), else NULL. The act_int8 kernel reads these. */
+    const uint16_t *scales_h;
 } ts_wo_args;
 
 #endif /* TS_BACKEND_QUANT_ARGS_H */

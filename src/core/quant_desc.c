@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "backend/kernel_math.h"
 #include "core/internal.h"
 
 tsi_quant *tsi_quant_new(const char *op, ts_qscheme scheme, int64_t count) {
@@ -43,20 +44,26 @@ const tsi_quant_kparams *tsi_quant_kparams_get(const char *op, tsi_quant *q) {
     tsi_quant_kparams *k = atomic_load_explicit(&q->kparams, memory_order_acquire);
     if (k) return k;
     k = malloc(sizeof *k);
-    /* one block: count floats, then count int32 */
-    if (k) k->scales = malloc((size_t)q->count * (sizeof(float) + sizeof(int32_t)));
+    /* one block: count floats, count int32, count float16 */
+    if (k)
+        k->scales = malloc((size_t)q->count * (sizeof(float) + sizeof(int32_t) + sizeof(uint16_t)));
     if (!k || !k->scales) {
         free(k);
         return tsi_error_set(TS_ERR_OOM, "%s: out of host memory for quantization parameters", op),
                NULL;
     }
     k->zero_points = (int32_t *)(void *)(k->scales + q->count);
+    k->scales_f16 = (uint16_t *)(void *)(k->zero_points + q->count);
     k->uniform_zp = true;
+    bool f16 = true;
     for (int64_t i = 0; i < q->count; i++) {
         k->scales[i] = (float)q->scales[i];
         k->zero_points[i] = (int32_t)q->zero_points[i];
         k->uniform_zp = k->uniform_zp && k->zero_points[i] == k->zero_points[0];
+        k->scales_f16[i] = ts_f32_to_f16(k->scales[i]);
+        f16 = f16 && k->scales[i] > 0 && ts_f16_to_f32(k->scales_f16[i]) == k->scales[i];
     }
+    if (!f16) k->scales_f16 = NULL;
     tsi_quant_kparams *none = NULL;
     if (atomic_compare_exchange_strong(&q->kparams, &none, k)) return k;
     free(k->scales), free(k); /* another thread made it first */

@@ -31,6 +31,9 @@ typedef struct tsi_quant_kparams {
     float *scales;        /* [count]: (float)scales[i] */
     int32_t *zero_points; /* [count] */
     bool uniform_zp;      /* every zero point is zero_points[0] */
+    /* [count]: the scales as float16 bits when each (float)scales[i] is exactly a positive
+     * float16 (ts_quantize_int4_symmetric_weight's), else NULL (decision 0051) */
+    uint16_t *scales_f16;
 } tsi_quant_kparams;
 
 /* q's parameters as the kernels read them (made once, then shared; thread-safe); NULL + TS_ERR_OOM

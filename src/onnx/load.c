@@ -192,8 +192,9 @@ ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_d
     if (!register_initializers(m, o.no_weights)) goto fail;
     int64_t cap = tsi_tensor_cap_set(tso_max_node_elements()); /* folding runs the file's nodes */
     /* the QDQ rewrite first: folding would turn a weight's DequantizeLinear into float32 */
-    bool folded = o.no_weights ||
-                  (tso_rewrite_qdq(m) && tso_fold_constants(m) && (!o.optimize || tso_optimize(m)));
+    bool folded =
+        o.no_weights || (tso_rewrite_qdq(m) && tso_fold_constants(m) &&
+                         tso_rewrite_matmul_integer(m) && (!o.optimize || tso_optimize(m)));
     tsi_tensor_cap_set(cap);
     if (!folded) goto fail;
     ts_module_eval(&m->base); /* a loaded model is for inference until ts_module_train */

@@ -234,6 +234,9 @@ bool tso_rewrite_xformer(tso_model *m); /* rewrite_xformer.c */
 /* rewrite_qdq.c: DequantizeLinear -> MatMul / Conv [-> Relu] -> QuantizeLinear as one integer
  * node (run at every load, not only under optimize: it is how ONNX Runtime runs QDQ models) */
 bool tso_rewrite_qdq(tso_model *m);
+/* rewrite_matmul_integer.c: MatMulInteger -> Cast -> Mul [-> Add] (ORT's quantize_dynamic
+ * pattern) as one ts_matmul_integer_to_float node, bit for bit (every load, after folding) */
+bool tso_rewrite_matmul_integer(tso_model *m);
 /* Removes the nodes with dead[k] (freeing what they own), renumbers producers, recounts uses. */
 void tso_graph_drop_dead(tso_graph *g, const bool *dead);
 /* rewrite_blocked.c: values kept in oneDNN's channel-blocked layout between convolutions */

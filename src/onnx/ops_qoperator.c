@@ -18,6 +18,7 @@
 
 #include "onnx/ops_nn.h"
 #include "onnx/qoperator.h"
+#include "ops/quant_internal.h"
 #include "tessera/quant.h"
 
 /* ------------------------------------------------------------------ operands */
@@ -342,12 +343,18 @@ typedef struct qconv_state {
     ts_tensor *w, *zp, *qw;
     uint64_t wv, zv;
     uintptr_t wd, zd;
+    /* the requantization multiplier x_scale * w_scale / y_scale of the scales in[1], in[4],
+     * in[6] (held, with their versions and data), NULL until made */
+    ts_tensor *sc[3], *mult;
+    uint64_t scv[3];
+    uintptr_t scd[3];
 } qconv_state;
 
 static void qconv_state_free(void *p) {
     qconv_state *s = p;
     if (!s) return;
-    ts_release(s->w), ts_release(s->zp), ts_release(s->qw);
+    ts_release(s->w), ts_release(s->zp), ts_release(s->qw), ts_release(s->mult);
+    for (int i = 0; i < 3; i++) ts_release(s->sc[i]);
     free(s);
 }
 
@@ -380,6 +387,41 @@ static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp
     return ts_retain(q);
 }
 
+/* The multiplier x_scale * w_scale / y_scale (sw: w_scale flat), as a reference the caller
+ * releases: the node's cached one while the three scales are the same tensors with the same data
+ * and versions (made at the first run after node_qweight made the node's state). */
+static ts_tensor *node_mult(const tso_node *n, ts_tensor *const *in, ts_tensor *sw) {
+    tso_node *nm = (tso_node *)n;
+    ts_tensor *const sc[3] = {in[1], in[4], in[6]};
+    ts_tensor *m = NULL;
+    pthread_mutex_lock(&qconv_state_lock);
+    qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    bool same = s && s->mult;
+    for (int i = 0; same && i < 3; i++)
+        same =
+            s->sc[i] == sc[i] && s->scv[i] == ts_version(sc[i]) && s->scd[i] == ts_data_ptr(sc[i]);
+    if (same) m = ts_retain(s->mult);
+    pthread_mutex_unlock(&qconv_state_lock);
+    if (m) return m;
+    m = ts_div(
+        ts_mul(ts_reshape(in[1], TS_SHAPE()), ts_numel(sw) == 1 ? ts_reshape(sw, TS_SHAPE()) : sw),
+        ts_reshape(in[6], TS_SHAPE())); /* the scope's */
+    if (!m) return NULL;
+    pthread_mutex_lock(&qconv_state_lock);
+    s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    if (s) {
+        ts_release(s->mult);
+        s->mult = ts_retain(m);
+        for (int i = 0; i < 3; i++) {
+            ts_release(s->sc[i]);
+            s->sc[i] = ts_retain(sc[i]), s->scv[i] = ts_version(sc[i]);
+            s->scd[i] = ts_data_ptr(sc[i]);
+        }
+    }
+    pthread_mutex_unlock(&qconv_state_lock);
+    return ts_retain(m);
+}
+
 /* QLinearConv in one call of ts_qlinear_conv2d (the int8 kernels, ORT's float32 requantization),
  * when the pads are symmetric (ONNX's asymmetric pads would pad x with 0, not x_zp: those take
  * int_conv's route, *done left false). sw: w_scale flat. */
@@ -400,17 +442,22 @@ static bool direct_qconv(const tso_node *n, ts_tensor *const *in, ts_tensor *b, 
     if (ts_size(xs, ts_ndim(xs) - 1) != ts_size(x, ts_ndim(x) - 1) ||
         (!one_d && ts_size(xs, 2) != ts_size(x, 2)))
         return true; /* padded here with 0: not x_zp */
-    ts_tensor *mult = ts_div(
-        ts_mul(ts_reshape(in[1], TS_SHAPE()), ts_numel(sw) == 1 ? ts_reshape(sw, TS_SHAPE()) : sw),
-        ts_reshape(in[6], TS_SHAPE()));
-    ts_tensor *qx = ts_make_per_tensor_quantized_tensor(ts_contiguous(xs), 1.0, z);
+    /* channels_last where the device prefers it (decision 0053): the output follows the input's
+     * format, so only a chain's first convolution transposes (an NCHW input as the kernel pads
+     * it, other strides by a copy); the bytes are viewed, not copied */
+    ts_tensor *xl = xs;
+    const bool cl = !one_d && ts_ndim(xs) == 4 && tsi_qconv_prefers_channels_last(xs);
+    if (cl && !ts_is_contiguous(xs)) xl = ts_contiguous_format(xs, TS_CHANNELS_LAST);
+    ts_tensor *qx = xl ? tsi_quantized_view("qlinear_conv2d", xl, 1.0, z) : NULL;
     ts_tensor *qw = node_qweight(n, w, in[5], ws, wzp);
-    if (!mult || !qx || !qw) return ts_release(qw), tso_fail_pending(n);
+    ts_tensor *mult = qw ? node_mult(n, in, sw) : NULL; /* after the state node_qweight made */
+    if (!mult || !qx || !qw) return ts_release(qw), ts_release(mult), tso_fail_pending(n);
     const int64_t st[2] = {o.stride[0], o.stride[1]}, pd[2] = {o.padding[0], o.padding[1]},
                   dl[2] = {o.dilation[0], o.dilation[1]};
-    ts_tensor *y = ts_qlinear_conv2d(qx, qw, b, st, pd, dl, o.groups, mult, yz,
-                                     ts_dtype_of(in[7]) == TS_I8 ? TS_I8 : TS_U8, relu);
-    ts_release(qw);
+    ts_tensor *y = (cl ? tsi_qlinear_conv2d_cl
+                       : ts_qlinear_conv2d)(qx, qw, b, st, pd, dl, o.groups, mult, yz,
+                                            ts_dtype_of(in[7]) == TS_I8 ? TS_I8 : TS_U8, relu);
+    ts_release(qw), ts_release(mult);
     if (y && one_d) y = ts_squeeze_dim(y, 2);
     if (!y) return tso_fail_pending(n);
     out[0] = y;

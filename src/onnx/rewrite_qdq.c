@@ -19,6 +19,7 @@
 
 #include "onnx/ops_nn.h"
 #include "onnx/qoperator.h"
+#include "ops/quant_internal.h"
 #include "tessera/quant.h"
 
 static TSO_NN_RUN(run_qdq_matmul) {
@@ -198,9 +199,10 @@ static TSO_NN_RUN(run_qdq_max_pool) {
                p[i] >= 0 && 2 * p[i] <= k[i];
     }
     if (!fast) return tso_nn_run_max_pool(c, n, in, out);
-    ts_tensor *q = ts_make_per_tensor_quantized_tensor(x, 1.0, 0);
+    /* the bytes viewed as they lie (a channels_last input pools in NHWC), not copied */
+    ts_tensor *q = tsi_quantized_view("quantized_max_pool2d", x, 1.0, 0);
     ts_tensor *y = q ? ts_quantized_max_pool2d(q, k, s, p, d, false) : NULL;
-    TSO_DONE(y ? ts_int_repr(y) : NULL);
+    TSO_DONE(y ? tsi_int_view("quantized_max_pool2d", y) : NULL);
 }
 static const tso_op_def qdq_max_pool_def = {"QDQMaxPool", 1, run_qdq_max_pool,
                                             tso_nn_check_max_pool, false};

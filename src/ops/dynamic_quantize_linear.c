@@ -10,6 +10,7 @@
 
 #include "core/clones.h"
 #include "core/internal.h"
+#include "ops/dynamic_quantize_internal.h"
 #include "tessera/quant.h"
 #include "tessera/reductions.h"
 
@@ -55,23 +56,128 @@ range_avx2(const float *x, int64_t n, float *lo_out, float *hi_out, int *bad_out
 }
 #endif
 
+#if defined(__GNUC__) && defined(__x86_64__)
+/* the same in AVX-512, 32 values a step */
+__attribute__((target(TS_ISA_TARGET_AVX512))) static void
+range_avx512(const float *x, int64_t n, float *lo_out, float *hi_out, int *bad_out) {
+    __m512 l0 = _mm512_set1_ps(x[0]), l1 = l0, h0 = l0, h1 = l0, c0 = _mm512_setzero_ps(), c1 = c0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+        l0 = _mm512_min_ps(a, l0), l1 = _mm512_min_ps(b, l1);
+        h0 = _mm512_max_ps(a, h0), h1 = _mm512_max_ps(b, h1);
+        c0 = _mm512_add_ps(c0, _mm512_sub_ps(a, a)), c1 = _mm512_add_ps(c1, _mm512_sub_ps(b, b));
+    }
+    float lo[32], hi[32], ck[32];
+    _mm512_storeu_ps(lo, l0), _mm512_storeu_ps(lo + 16, l1);
+    _mm512_storeu_ps(hi, h0), _mm512_storeu_ps(hi + 16, h1);
+    _mm512_storeu_ps(ck, c0), _mm512_storeu_ps(ck + 16, c1);
+    float l, h;
+    int bad;
+    range_scalar(x + i - (i == n ? 1 : 0), n - i + (i == n ? 1 : 0), &l, &h, &bad);
+    for (int j = 0; j < 32; j++) {
+        l = lo[j] < l ? lo[j] : l;
+        h = hi[j] > h ? hi[j] : h;
+        bad |= ck[j] != 0.0f;
+    }
+    *lo_out = l, *hi_out = h, *bad_out = bad;
+}
+#endif
+
 static void range(const float *x, int64_t n, float *lo_out, float *hi_out, int *bad_out) {
 #if defined(__GNUC__) && defined(__x86_64__)
+    if (ts_cpu_isa_get() >= TS_ISA_AVX512) return range_avx512(x, n, lo_out, hi_out, bad_out);
     if (ts_cpu_isa_get() >= TS_ISA_AVX2) return range_avx2(x, n, lo_out, hi_out, bad_out);
 #endif
     range_scalar(x, n, lo_out, hi_out, bad_out);
 }
 
-/* y = clamp(rint(x / scale) + zp, 0, 255): x finite, so x / scale is too */
-TS_CPU_BODY void quant_body(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+/* y = clamp(rint(x / scale) + zp, 0, 255): x finite, so x / scale is too; the bytes' sum (mod
+ * 2^32) returned */
+static uint32_t span_scalar(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+    uint32_t sum = 0;
     for (int64_t i = 0; i < n; i++) {
         float v = rintf(x[i] / scale) + zp;
         v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
         y[i] = (uint8_t)(int32_t)v;
+        sum += y[i];
+    }
+    return sum;
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/* the same, 8 / 16 values a step: each lane's steps the scalar's (one division, rint in the
+ * current rounding mode, one addition; max / min as the two selects on values that are never NaN:
+ * -0 becomes 0 either way) */
+__attribute__((target(TS_ISA_TARGET_AVX2))) static uint32_t
+span_avx2(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+    const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), lo = _mm256_setzero_ps(),
+                 hi = _mm256_set1_ps(255.0f);
+    __m256i acc = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v =
+            _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_CUR_DIRECTION);
+        v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
+        const __m256i q = _mm256_cvtps_epi32(v);
+        acc = _mm256_add_epi32(acc, q);
+        const __m128i w =
+            _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)(void *)(y + i), _mm_packus_epi16(w, w));
+    }
+    uint32_t lanes[8], sum = span_scalar(x + i, n - i, scale, zp, y + i);
+    _mm256_storeu_si256((__m256i *)(void *)lanes, acc);
+    for (int j = 0; j < 8; j++) sum += lanes[j];
+    return sum;
+}
+
+__attribute__((target(TS_ISA_TARGET_AVX512))) static uint32_t
+span_avx512(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp), lo = _mm512_setzero_ps(),
+                 hi = _mm512_set1_ps(255.0f);
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 q = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), s);
+        __m512 v = _mm512_roundscale_ps(q, _MM_FROUND_CUR_DIRECTION);
+        v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, z), lo), hi);
+        const __m512i qi = _mm512_cvtps_epi32(v);
+        acc = _mm512_mask_add_epi32(acc, m, acc, qi);
+        _mm512_mask_cvtepi32_storeu_epi8(y + i, m, qi);
+    }
+    return (uint32_t)_mm512_reduce_add_epi32(acc);
+}
+#endif
+
+static uint32_t span(const float *x, int64_t n, float scale, float zp, uint8_t *y) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (ts_cpu_isa_get() >= TS_ISA_AVX512) return span_avx512(x, n, scale, zp, y);
+    if (ts_cpu_isa_get() >= TS_ISA_AVX2) return span_avx2(x, n, scale, zp, y);
+#endif
+    return span_scalar(x, n, scale, zp, y);
+}
+
+bool tsi_dql_params(const float *x, int64_t n, float *scale, float *zp, uint8_t *zq) {
+    float lo, hi;
+    int bad;
+    range(x, n, &lo, &hi, &bad);
+    if (bad || !isfinite(lo) || !isfinite(hi)) return false;
+    hi = hi > 0.0f ? hi : 0.0f;
+    lo = lo < 0.0f ? lo : 0.0f;
+    const float sc = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float zf = -lo / sc;
+    zf = rintf(zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf);
+    *scale = sc, *zp = zf, *zq = (uint8_t)(int32_t)zf;
+    return true;
+}
+
+void tsi_dql_quantize_rows(const float *x, int64_t rows, int64_t k, float scale, float zp,
+                           uint8_t *y, int64_t *sums) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint32_t s = span(x + r * k, k, scale, zp, y + r * k);
+        if (sums) sums[r] = s;
     }
 }
-TS_CPU_VARIANTS(quant, (const float *x, int64_t n, float scale, float zp, uint8_t *y),
-                (x, n, scale, zp, y))
 
 /* the formulas in tensor ops (any device; NaN and infinities as those ops take them) */
 static bool composed(ts_tensor *x, ts_tensor **y, ts_tensor **scale, ts_tensor **zp) {
@@ -105,19 +211,12 @@ ts_tensor *ts_dynamic_quantize_linear(ts_tensor *x, ts_tensor **scale, ts_tensor
     const int64_t n = tsi_numel(x->shape);
     if (tsi_device(x).type == TS_CPU && tsi_is_contiguous(x) && n > 0) {
         const float *xd = (const float *)tsi_kview(x).data;
-        float lo, hi;
-        int bad;
-        range(xd, n, &lo, &hi, &bad);
-        if (!bad && isfinite(lo) && isfinite(hi)) {
-            hi = hi > 0.0f ? hi : 0.0f;
-            lo = lo < 0.0f ? lo : 0.0f;
-            const float sc = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-            float zf = -lo / sc;
-            zf = rintf(zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf);
-            const uint8_t zq = (uint8_t)(int32_t)zf;
+        float sc, zf;
+        uint8_t zq;
+        if (tsi_dql_params(xd, n, &sc, &zf, &zq)) {
             y = tsi_new(op, x->shape, TS_U8, tsi_device(x));
             if (y) {
-                quant(xd, n, sc, zf, (uint8_t *)y->storage->data);
+                tsi_dql_quantize_rows(xd, 1, n, sc, zf, (uint8_t *)y->storage->data, NULL);
                 y = tsi_own(y);
                 s = ts_from_data(TS_SHAPE(), TS_F32, &sc, (ts_opts){.device = tsi_device(x)});
                 z = ts_from_data(TS_SHAPE(), TS_U8, &zq, (ts_opts){.device = tsi_device(x)});

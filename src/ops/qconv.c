@@ -1,5 +1,7 @@
 /* qconv.c — the quantized 2-D convolution (ts_quantized_conv2d, include/tessera/quant.h) over the
- * backend's qconv kernel (cpu: kern_qconv.c). */
+ * backend's qconv kernel (cpu: kern_qconv.c). The output's memory format follows the input's (a
+ * channels_last input, read where it lies, gives a channels_last output; any other strided input
+ * is copied contiguous first): decision 0053. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -72,7 +74,8 @@ static bool check_geometry(const char *op, const int64_t *stride, const int64_t 
 static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias,
                         const int64_t stride[2], const int64_t padding[2],
                         const int64_t dilation[2], int64_t groups, double out_scale,
-                        int64_t out_zero_point, bool relu, ts_tensor *fmult, ts_dtype out_dtype) {
+                        int64_t out_zero_point, bool relu, ts_tensor *fmult, ts_dtype out_dtype,
+                        bool cl_out) {
     tsi_init();
     if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight") ||
         (bias && !tsi_check_input(op, bias, "bias")) || !per_tensor_q(op, x, "input") ||
@@ -160,7 +163,11 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
     double *mult = malloc((size_t)CO * sizeof *mult);
     int32_t *wzp = malloc((size_t)CO * sizeof *wzp);
     float *fm = fmult ? malloc((size_t)CO * sizeof *fm) : NULL;
-    ts_tensor *out = NULL, *bc = NULL, *fc = NULL;
+    ts_tensor *out = NULL, *bc = NULL, *fc = NULL, *xc = NULL, *wc = NULL;
+    /* x read where it lies when channels_last; the output channels_last then, or when cl_out
+     * asks for it where the device prefers it (the kernel transposes an NCHW x as it pads) */
+    const bool x_nhwc = tsi_prefers_channels_last(x),
+               nhwc = x_nhwc || (cl_out && tsi_qconv_prefers_channels_last(x));
     if (!mult || !wzp || (fmult && !fm)) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
         goto done;
@@ -170,15 +177,20 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
         mult[c] = fmult ? 0 : x->quant->scales[0] * wd->scales[p] / out_scale;
         wzp[c] = (int32_t)wd->zero_points[p];
     }
-    out = fmult ? tsi_new(op, TS_SHAPE(N, CO, OH, OW), out_dtype, dev)
-                : tsi_new_quantized_pt(op, TS_SHAPE(N, CO, OH, OW), x->dtype, dev, out_scale,
-                                       out_zero_point);
+    const ts_shape os = TS_SHAPE(N, CO, OH, OW);
+    out = fmult ? tsi_new(op, os, out_dtype, dev)
+                : tsi_new_quantized_pt(op, os, x->dtype, dev, out_scale, out_zero_point);
+    if (out && nhwc) tsi_channels_last_strides(&os, out->strides);
     if (!out || N == 0 || CO == 0) goto done;
     if (bias && !(bc = tsi_contiguous(op, bias))) goto fail;
+    /* the kernel reads dense NCHW or NHWC bytes, and a dense weight */
+    if (!(xc = x_nhwc ? ts_retain(x) : tsi_contiguous(op, x)) || !(wc = tsi_contiguous(op, w)))
+        goto fail;
     if (fmult) {
         if (!(fc = tsi_contiguous(op, fmult))) goto fail;
         const float *f = (const float *)tsi_kview(fc).data;
-        for (int64_t c = 0; c < CO; c++) fm[c] = f[ts_numel(fc) == 1 ? 0 : c];
+        const bool one = ts_numel(fc) == 1;
+        for (int64_t c = 0; c < CO; c++) fm[c] = f[one ? 0 : c];
     }
     ts_qconv_args a = {.n = N,
                        .c = C,
@@ -193,10 +205,10 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
                        .stride = {stride[0], stride[1]},
                        .pad = {padding[0], padding[1]},
                        .dil = {dilation[0], dilation[1]},
-                       .x = tsi_kview(x).data,
+                       .x = tsi_kview(xc).data,
                        .x_unsigned = x->dtype == TS_QUINT8,
                        .x_zp = (int32_t)x->quant->zero_points[0],
-                       .wt = (const int8_t *)tsi_kview(w).data,
+                       .wt = (const int8_t *)tsi_kview(wc).data,
                        .w_zp = wzp,
                        .bias = bc ? (const int32_t *)(void *)tsi_kview(bc).data : NULL,
                        .mult = mult,
@@ -205,7 +217,9 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
                        .out_unsigned = fmult ? out_dtype == TS_U8 : x->dtype == TS_QUINT8,
                        .out_zp = (int32_t)out_zero_point,
                        .out_min = (int32_t)(relu && out_zero_point > lo ? out_zero_point : lo),
-                       .out_max = (int32_t)hi};
+                       .out_max = (int32_t)hi,
+                       .x_nhwc = x_nhwc,
+                       .out_nhwc = nhwc};
     {
         /* a weight that is its own storage's, not exported: its packing may be cached */
         const ts_storage *ws = w->storage;
@@ -225,14 +239,21 @@ done:
     free(fm);
     ts_release(bc);
     ts_release(fc);
+    ts_release(xc);
+    ts_release(wc);
     return tsi_own(out);
+}
+
+bool tsi_qconv_prefers_channels_last(const ts_tensor *x) {
+    const ts_backend *be = tsi_be(x);
+    return be->qconv_channels_last && be->qconv_channels_last(be, tsi_dev_index(x));
 }
 
 ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, const int64_t stride[2],
                                const int64_t padding[2], const int64_t dilation[2], int64_t groups,
                                double out_scale, int64_t out_zero_point, bool relu) {
     ts_tensor *y = qconv("quantized_conv2d", x, w, bias, stride, padding, dilation, groups,
-                         out_scale, out_zero_point, relu, NULL, TS_QUINT8);
+                         out_scale, out_zero_point, relu, NULL, TS_QUINT8, false);
     if (!y) return NULL;
     /* traced for ONNX export (QDQ Conv): the geometry as conv2d records it, then relu */
     const int64_t ip[8] = {stride[0],   stride[1],   padding[0], padding[1],
@@ -249,6 +270,18 @@ ts_tensor *ts_qlinear_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, const 
     ts_tensor *ins[4] = {x, w, bias, multiplier}; /* traced so that ONNX export names it */
     return tsi_trace("qlinear_conv2d", ins, 4,
                      qconv("qlinear_conv2d", x, w, bias, stride, padding, dilation, groups, 1.0,
-                           y_zero_point, relu, multiplier, y_dtype),
+                           y_zero_point, relu, multiplier, y_dtype, false),
+                     NULL, 0, NULL, 0);
+}
+
+ts_tensor *tsi_qlinear_conv2d_cl(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
+                                 const int64_t stride[2], const int64_t padding[2],
+                                 const int64_t dilation[2], int64_t groups, ts_tensor *multiplier,
+                                 int64_t y_zero_point, ts_dtype y_dtype, bool relu) {
+    if (!multiplier) return tsi_error_set(TS_ERR_ARG, "qlinear_conv2d: multiplier is NULL"), NULL;
+    ts_tensor *ins[4] = {x, w, bias, multiplier};
+    return tsi_trace("qlinear_conv2d", ins, 4,
+                     qconv("qlinear_conv2d", x, w, bias, stride, padding, dilation, groups, 1.0,
+                           y_zero_point, relu, multiplier, y_dtype, true),
                      NULL, 0, NULL, 0);
 }

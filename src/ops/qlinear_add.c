@@ -1,5 +1,6 @@
 /* qlinear_add.c — ONNX Runtime's QLinearAdd (ts_qlinear_add, include/tessera/quant.h) over the
- * backend's qlinear_add kernel (cpu: kern_qlinear_add.c). */
+ * backend's qlinear_add kernel (cpu: kern_qlinear_add.c). The output keeps a channels_last a's
+ * format (decision 0053). */
 #include <math.h>
 
 #include "core/internal.h"
@@ -28,8 +29,14 @@ ts_tensor *ts_qlinear_add(ts_tensor *a, ts_tensor *b, float a_rate, float b_rate
     if (!tsi_be(a)->qlinear_add)
         return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: no kernel on %s", op, ts_device_str(dev)),
                NULL;
-    ts_tensor *ac = tsi_contiguous(op, a), *bc = ac ? tsi_contiguous(op, b) : NULL;
-    ts_tensor *out = bc ? tsi_new(op, a->shape, a->dtype, dev) : NULL;
+    /* a channels_last operand (a convolution's output, decision 0053): both made so (nothing to
+     * do for one that already is), the output likewise, the same pass over the memory */
+    const bool nhwc = nb != 1 && (tsi_prefers_channels_last(a) || tsi_prefers_channels_last(b));
+    ts_tensor *ac = nhwc ? tsi_channels_last(op, a) : tsi_contiguous(op, a);
+    ts_tensor *bc = !ac ? NULL : nhwc ? tsi_channels_last(op, b) : tsi_contiguous(op, b);
+    ts_tensor *out = !bc    ? NULL
+                     : nhwc ? tsi_new_channels_last(op, a->shape, a->dtype, dev)
+                            : tsi_new(op, a->shape, a->dtype, dev);
     if (out && n) {
         const ts_qlinear_add_args args = {.n = n,
                                           .a = tsi_kview(ac).data,

@@ -231,3 +231,34 @@ done:
     free(zp);
     return st;
 }
+
+/* ---- views without copies (ops/quant_internal.h): the ONNX importer's channels_last chains */
+static ts_tensor *retyped_view(const char *op, ts_tensor *t, ts_dtype dt) {
+    ts_tensor *v = tsi_view_of(t, t->shape, t->strides, t->offset);
+    if (v) v->dtype = dt;
+    (void)op;
+    return v;
+}
+
+ts_tensor *tsi_quantized_view(const char *op, ts_tensor *r, double scale, int64_t zp) {
+    ts_dtype qdt;
+    if (!int_input(op, r, &qdt) || !param_ok(op, qdt, scale, zp, 0)) return NULL;
+    tsi_quant *d = tsi_quant_new(op, TS_PER_TENSOR_AFFINE, 1);
+    if (!d) return NULL;
+    d->scales[0] = scale;
+    d->zero_points[0] = zp;
+    ts_tensor *q = retyped_view(op, r, qdt);
+    if (!q) return tsi_quant_release(d), NULL;
+    q->quant = d;
+    return tsi_own(q);
+}
+
+ts_tensor *tsi_int_view(const char *op, ts_tensor *q) {
+    static const ts_dtype plain[] = {[TS_QINT8] = TS_I8, [TS_QUINT8] = TS_U8, [TS_QINT32] = TS_I32};
+    if (!q) return tsi_error_set(TS_ERR_ARG, "%s: input is NULL", op), NULL;
+    if (q->dtype != TS_QINT8 && q->dtype != TS_QUINT8 && q->dtype != TS_QINT32)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: input must be qint8, quint8 or qint32 (got %s)", op,
+                             tsi_desc(q)),
+               NULL;
+    return tsi_own(retyped_view(op, q, plain[q->dtype]));
+}

@@ -34,16 +34,25 @@ static bool pool_input(const char *op, ts_tensor *x, int64_t *planes, int64_t *h
     return true;
 }
 
+/* a channels_last input pools in NHWC into a channels_last output; other strided inputs are
+ * copied contiguous first */
 static ts_tensor *run_pool(const char *op, ts_tensor *x, ts_qpool_args *a) {
     ts_shape s = x->shape;
     s.dims[s.ndim - 2] = a->oh, s.dims[s.ndim - 1] = a->ow;
+    const bool nhwc = s.ndim == 4 && tsi_prefers_channels_last(x);
     ts_tensor *out = tsi_new_quantized_pt(op, s, x->dtype, tsi_device(x), x->quant->scales[0],
                                           x->quant->zero_points[0]);
+    if (out && nhwc) tsi_channels_last_strides(&s, out->strides);
     if (!out || tsi_numel(s) == 0) return tsi_own(out);
+    ts_tensor *xc = nhwc ? ts_retain(x) : tsi_contiguous(op, x);
+    if (!xc) return ts_release(out), NULL;
     a->qdtype = x->dtype;
-    a->x = tsi_kview(x).data;
+    a->nhwc = nhwc;
+    a->c = nhwc ? s.dims[1] : 1;
+    a->x = tsi_kview(xc).data;
     a->out = out->storage->data;
     tsi_be(x)->qpool(tsi_be(x), tsi_dev_index(x), a);
+    ts_release(xc);
     return tsi_own(out);
 }
 

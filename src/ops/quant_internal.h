@@ -21,4 +21,23 @@ bool tsi_quant_out_params(const char *op, ts_dtype dt, double scale, int64_t zp)
 ts_tensor *tsi_new_quantized_pt(const char *op, ts_shape s, ts_dtype dt, ts_device dev,
                                 double scale, int64_t zp);
 
+/* Whether x's device runs quantized convolutions fastest on channels_last activations (backend.h's
+ * qconv_channels_last): the ONNX importer then keeps a chain of them NHWC (decision 0053). */
+bool tsi_qconv_prefers_channels_last(const ts_tensor *x);
+/* ts_qlinear_conv2d whose output is channels_last where x's device prefers it
+ * (tsi_qconv_prefers_channels_last) whatever x's layout: a chain's first convolution reads its
+ * NCHW input as it is (the kernel transposes it as it pads) instead of a channels_last copy. */
+ts_tensor *tsi_qlinear_conv2d_cl(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
+                                 const int64_t stride[2], const int64_t padding[2],
+                                 const int64_t dilation[2], int64_t groups, ts_tensor *multiplier,
+                                 int64_t y_zero_point, ts_dtype y_dtype, bool relu);
+
+/* A quantized tensor (per tensor: scale, zp, checked as make_per_tensor's) viewing r's integers
+ * (int8 / uint8 / int32) where they lie, r's strides kept: no copy. Scoped as a ts_* result; NULL
+ * with the error set. */
+ts_tensor *tsi_quantized_view(const char *op, ts_tensor *r, double scale, int64_t zp);
+/* The plain integers of quantized q (qint8 / quint8 / qint32) as a view of q's memory, q's
+ * strides kept: no copy. Scoped as a ts_* result; NULL with the error set. */
+ts_tensor *tsi_int_view(const char *op, ts_tensor *q);
+
 #endif /* TS_OPS_QUANT_INTERNAL_H */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "autograd/autograd.h"
+#include "backend/kernel_math.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -106,7 +107,8 @@ static ts_tensor *wo_float(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor
                     .zero_points = kp->zero_points,
                     .y = (float *)(void *)out->storage->data,
                     .act_int8 = act8,
-                    .uniform_zp = kp->uniform_zp};
+                    .uniform_zp = kp->uniform_zp,
+                    .scales_h = w->dtype == TS_QUINT4X2 ? kp->scales_f16 : NULL};
     if (w->quant->scheme == TS_PER_TENSOR_AFFINE) { /* one parameter for every row */
         sc = malloc((size_t)N * sizeof *sc), zc = malloc((size_t)N * sizeof *zc);
         if (!sc || !zc) {
@@ -286,12 +288,22 @@ static ts_tensor *quantize_int4(const char *op, ts_tensor *w, int64_t group_size
     if (!scale || !zp) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
     } else {
-        for (int64_t i = 0; i < N * G && symmetric; i++) { /* [-8, 7] stored as q + 8 */
+        /* [-8, 7] stored as q + 8; the scale rounded to float16 first, then the weights
+         * quantized with that scale (decision 0051) */
+        for (int64_t i = 0; i < N * G && symmetric; i++) {
             const float *v = h + i * group_size;
             float amax = 0;
             for (int64_t k = 0; k < group_size; k++) amax = fmaxf(amax, fabsf(v[k]));
             const float s = amax / 7.5f; /* (quant_max - quant_min) / 2, in float32 */
-            scale[i] = s > FLT_EPSILON ? s : FLT_EPSILON;
+            const ts_f16_bits sh = ts_f32_to_f16(s > FLT_EPSILON ? s : FLT_EPSILON);
+            if (sh >= 0x7c00u) { /* float16's inf: amax / 7.5 rounds past 65504 */
+                tsi_error_set(TS_ERR_ARG,
+                              "%s: weight row %lld, group %lld: max |w| %g needs a scale over "
+                              "float16's largest (65504: max |w| must be below 491400)",
+                              op, (long long)(i / G), (long long)(i % G), (double)amax);
+                goto out;
+            }
+            scale[i] = ts_f16_to_f32(sh);
             zp[i] = 8;
         }
         for (int64_t i = 0; i < N * G && !symmetric; i++) {
@@ -306,6 +318,7 @@ static ts_tensor *quantize_int4(const char *op, ts_tensor *w, int64_t group_size
         }
         q = quantize_with(w, scale, zp, N, G ? G : 1, group_size);
     }
+out:
     free(h), free(scale), free(zp);
     return q;
 }

@@ -88,6 +88,7 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->quant = tsi_cpu_quant;
     be->qlinear = tsi_cpu_qlinear;
     be->qconv = tsi_cpu_qconv;
+    be->qconv_channels_last = tsi_cpu_qconv_channels_last;
     be->qlinear_add = tsi_cpu_qlinear_add;
     be->qpool = tsi_cpu_qpool;
     be->wo_linear = tsi_cpu_wo_linear;

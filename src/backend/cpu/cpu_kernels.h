@@ -56,6 +56,7 @@ void tsi_cpu_quant(const ts_backend *be, int index, const ts_quant_args *a);
 bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a);
 /* kern_qconv.c, kern_qpool.c: backend.h's qconv and qpool */
 bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a);
+bool tsi_cpu_qconv_channels_last(const ts_backend *be, int index);
 /* kern_qlinear_add.c: backend.h's qlinear_add */
 void tsi_cpu_qlinear_add(const ts_backend *be, int index, const ts_qlinear_add_args *a);
 /* kern_qweight_only.c: backend.h's wo_linear */

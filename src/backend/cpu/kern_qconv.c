@@ -7,7 +7,9 @@
  * requantizing epilogue) into [OH * OW, Cout_g], transposed into the NCHW output. With AVX512-VNNI
  * both run in qconv_vnni.c instead (straight in NCHW), or, where route_dnnl's measured table says
  * so, in oneDNN's int8 primitive (qconv_dnnl.c). fmult: ONNX Runtime's float32 requantization of
- * the int32-wrapped sums (quant_args.h). */
+ * the int32-wrapped sums (quant_args.h). Channels_last activations (x_nhwc / out_nhwc, decision
+ * 0053): oneDNN's route reads and writes them as they lie; every other route runs on NCHW copies
+ * (staged below), the same integers. */
 #include <math.h>
 #include <string.h>
 
@@ -76,7 +78,11 @@ static void depthwise(const ts_qconv_args *a) {
  * and 112x112. The own kernels win the 1x1 stride-1 reductions at 14x14 and larger (C >= 2 CO:
  * oneDNN's route first copies the C input planes to NHWC and writes 4-byte sums, the own kernel
  * reads the planes as they are): 144 -> 24 at 56x56 1.4-1.7x, 512 -> 128 at 28x28 1.0-1.5x,
- * 384 -> 64 at 14x14 1.1x; at 7x7 oneDNN wins them again (960 -> 160: 1.4x). */
+ * 384 -> 64 at 14x14 1.1x; at 7x7 oneDNN wins them again (960 -> 160: 1.4x). The table is for
+ * NCHW inputs only: a channels_last input always takes oneDNN (read in place, no copies), measured
+ * again per shape with the bands of decision 0055 (`bench_qconv_route B R cl` against the own
+ * kernels on NCHW `bench_qconv_route B R`): oneDNN faster on all 58 shapes, 1.3-20x at batch 1 and
+ * 1.0-15x at batch 32; the rows above still hold for NCHW inputs (the same runs). */
 static const struct {
     int64_t own_1x1_min_positions; /* 1x1 stride 1 with C >= ratio * CO from this OH * OW */
     int64_t own_1x1_min_ratio, own_1x1_min_c;
@@ -84,7 +90,8 @@ static const struct {
 
 static bool route_dnnl(const ts_qconv_args *a) {
     if (tsi_env_is(TSI_ENV_QCONV, "own") || !tsi_qconv_dnnl_fits(a)) return false;
-    if (tsi_env_is(TSI_ENV_QCONV, "dnnl")) return true;
+    /* a channels_last input: no copy on oneDNN's side, transposes on the own kernels' */
+    if (tsi_env_is(TSI_ENV_QCONV, "dnnl") || a->x_nhwc) return true;
     const bool reduce_1x1 = a->kh == 1 && a->kw == 1 && a->stride[0] == 1 && a->stride[1] == 1 &&
                             a->groups == 1 && a->c >= qroute.own_1x1_min_c &&
                             a->c >= qroute.own_1x1_min_ratio * a->cout &&
@@ -92,12 +99,60 @@ static bool route_dnnl(const ts_qconv_args *a) {
     return !reduce_1x1;
 }
 
+bool tsi_cpu_qconv_channels_last(const ts_backend *be, int index) {
+    (void)be, (void)index;
+    /* TS_QCONV=nchw: the route table as usual, NCHW activations (the layout before 0053) */
+    return !tsi_env_is(TSI_ENV_QCONV, "own") && !tsi_env_is(TSI_ENV_QCONV, "nchw") &&
+           tsi_qconv_dnnl_available();
+}
+
+/* [n][r][s] bytes into [n][s][r] */
+static void transpose_images(const uint8_t *src, int64_t n, int64_t r, int64_t s, uint8_t *dst) {
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *x = src + i * r * s;
+        uint8_t *y = dst + i * r * s;
+        for (int64_t a = 0; a < r; a++)
+            for (int64_t b = 0; b < s; b++) y[b * r + a] = x[a * s + b];
+    }
+}
+
+/* a channels_last convolution on the NCHW kernels: the input transposed into NCHW scratch (when
+ * x_nhwc), the output written into NCHW scratch and transposed (when out_nhwc) */
+static bool own_kernels(const ts_backend *be, int index, const ts_qconv_args *a);
+
+static bool staged(const ts_backend *be, int index, const ts_qconv_args *a) {
+    const size_t xb = a->x_nhwc ? (size_t)(a->n * a->c * a->h * a->w) : 0,
+                 ob = a->out_nhwc ? (size_t)(a->n * a->cout * a->oh * a->ow) : 0;
+    ts_block *blk = NULL;
+    uint8_t *buf = tsi_host_scratch_get(xb + ob + 64, &blk);
+    if (!buf) {
+        tsi_kernel_oom("quantized_conv2d", xb + ob + 64);
+        return false;
+    }
+    ts_qconv_args b = *a;
+    b.x_nhwc = b.out_nhwc = false;
+    if (a->x_nhwc) {
+        transpose_images(a->x, a->n, a->h * a->w, a->c, buf);
+        b.x = buf;
+    }
+    if (a->out_nhwc) b.out = buf + xb;
+    const bool ok = own_kernels(be, index, &b);
+    if (ok && a->out_nhwc) transpose_images(buf + xb, a->n, a->cout, a->oh * a->ow, a->out);
+    tsi_host_scratch_put(blk);
+    return ok;
+}
+
 bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a) {
-    const int64_t G = a->groups, cg = a->c / G, cog = a->cout / G;
     if (route_dnnl(a)) {
         const tsi_qdnnl_status st = tsi_qconv_dnnl(a);
         if (st != TSI_QDNNL_DECLINED) return st == TSI_QDNNL_DONE;
     }
+    return a->x_nhwc || a->out_nhwc ? staged(be, index, a) : own_kernels(be, index, a);
+}
+
+/* the NCHW kernels: VNNI's, the direct depthwise loop, or im2col and the int8 GEMM */
+static bool own_kernels(const ts_backend *be, int index, const ts_qconv_args *a) {
+    const int64_t G = a->groups, cg = a->c / G, cog = a->cout / G;
     if (tsi_qconv_vnni_fits(a)) return tsi_qconv_vnni(a);
     if (cg == 1 && cog == 1) {
         depthwise(a);

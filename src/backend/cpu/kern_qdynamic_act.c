@@ -1,21 +1,26 @@
 /* kern_qdynamic_act.c — linear layers with int8 dynamic activations and int8 / int4 weights
  * (quant_args.h's ts_wo_args with act_int8; torchao's int8_dynamic_activation_int8_weight /
- * int8_dynamic_activation_int4_weight). Each row of x is quantized once, symmetric per token, to
- * int8 (portable C, shared by both paths), then every output is an exact int32 sum of int8
- * products and a float32 epilogue.
+ * int8_dynamic_activation_int4_weight; decision 0051). Each row of x is quantized once, symmetric
+ * per token, to int8, then every output is made of exact int32 sums of int8 products and a float32
+ * epilogue. The portable C loops and the AVX512-VNNI ones give the same bits: the same integers,
+ * the same float32 operations in the same order.
  *
- * Portable: acc = sum_k xq[k] * (w[k] - zp) in int32 per row (int8) or per group (int4).
- * AVX512-VNNI (vpdpbusd: unsigned bytes times signed bytes, four at a time into int32 lanes),
- * taken when the CPU has it and the ISA in use is AVX-512, as qgemm_vnni.c:
- *  - int8: the weight made unsigned by flipping its sign bit (w + 128), xq the signed side:
- *    dot = sum (w + 128) xq, acc = dot - (128 + zp) * xsum with xsum = sum_k xq (per token);
- *  - int4: the nibbles (0..15) are already unsigned: dot_g = sum q xq over the group, and the
- *    zero point's share zp_g * xsum_g (xsum_g per token and group) is summed apart in float32:
- *    y = (sum_g scale_g (float)dot_g - sum_g scale_g (float)(zp_g xsum_g)) * sx + bias. Each
- *    128 elements (64 bytes: elements 2j in the low nibbles, 2j + 1 in the high ones) are one
- *    load, split into its low and its high nibbles; xq is laid out to match once per token (xp:
- *    the even elements of each 128, then the odd ones).
- * The integers are the same on both paths; the int4 float epilogue's order differs (rounding). */
+ * int8: acc = sum_k xq[k] (w[k] - zp) per row; y = ((float)acc * sx) * scale + bias. VNNI
+ * (vpdpbusd: unsigned bytes times signed bytes, four at a time into int32 lanes): the weight made
+ * unsigned by flipping its sign bit (w + 128), dot = sum (w + 128) xq, acc = dot - (128 + zp) xsum
+ * with xsum = sum_k xq (per token).
+ *
+ * int4: each 128 elements of a row (a "unit", 64 bytes: elements 2j in the low nibbles, 2j + 1 in
+ * the high ones) split into 16 "lanes" of 8 elements: lane l holds elements 8l..8l+7 of the unit,
+ * all in one group (group sizes are multiples of 32). A lane's sum L = sum xq (q - zp) is an exact
+ * int32; the row keeps 16 float32 partial sums f[l] = fma((float)L, scale of L's group, f[l]) over
+ * the units in order, then y = tree16(f) * sx + bias (tree16: lanes l + 8, then + 4, + 2, + 1).
+ * VNNI: a unit is one load, split into its low and its high nibbles (unsigned), both dotted with xp
+ * (the token's xq, each unit laid out as its even elements, then its odd ones, once per token) into
+ * int32 lanes that start at -zp * (the lane's sum of xq) (per token and lane, made once a token
+ * when every zero point is the same; else that sum times the lane's zero point): the lanes end as
+ * L. The scales are read as float16 when each is exactly one (tsi_quant_kparams' scales_f16:
+ * ts_quantize_int4_symmetric_weight's), else as float32: the same values. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -26,31 +31,49 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/qgemm_vnni.h"
+#include "backend/kernel_math.h"
 #include "backend/omp_if.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TS_HAVE_DA8_VNNI 1
 #include <immintrin.h>
 #define TS_DA8_VNNI __attribute__((target(TS_ISA_TARGET_AVX512 ",avx512vnni")))
+/* the per-unit steps, inlined into their loops (their bool arguments constants there) */
+#define TS_DA8_INLINE TS_DA8_VNNI __attribute__((always_inline))
 /* a prefetch of base + off bytes, in integer arithmetic: past the weight's end it is no pointer
  * (and a prefetch does not fault) */
 #define DA_PREFETCH(base, off)                                                                     \
     _mm_prefetch((const char *)((uintptr_t)(base) + (uintptr_t)(off)), _MM_HINT_T0)
 #endif
 
-enum { DA_NB = 4, DA_PF = 8 }; /* output features a block; rows prefetched ahead */
+/* output features a block; rows prefetched ahead: int8 (K bytes a row), int4 (K / 2 bytes a row,
+ * and its parameters: 32 rows measured best on the GPT-2 shapes, 8 and 16 slower) */
+enum { DA_NB = 4, DA_PF = 8, DA_PF4 = 32 };
 
 /* the per-token data every output row reads */
 typedef struct da_x {
     const ts_wo_args *a;
-    int64_t groups; /* int4: k / group_size; int8: 1 */
-    int64_t kp;     /* k rounded up to 128 (xp's row length) */
-    int8_t *xq;     /* [m][k] */
-    int8_t *xp;     /* [m][kp] int4 + VNNI: nibble order, zero padded */
-    int32_t *xsum;  /* [m][groups] */
-    float *xsumf;   /* [m][groups]: xsum as float32 (exact: |xsum| <= 127 k) */
-    float *sx;      /* [m]; NaN for a row with NaN or inf */
+    int64_t kp;    /* k rounded up to 128 (xp's row length) */
+    int8_t *xq;    /* [m][k]: portable, and int8 on VNNI */
+    int32_t *xsum; /* [m]: int8 on VNNI */
+    int8_t *xp;    /* [m][kp] int4 on VNNI: nibble order, zero padded */
+    int32_t *xc;   /* [m][kp / 8] int4 on VNNI: each lane's start (uniform_zp: -zp * its xq sum;
+                    * else minus its xq sum) */
+    float *sx;     /* [m]; NaN for a row with NaN or inf */
 } da_x;
+
+/* the float32 scale of parameter i */
+static inline float scale_of(const ts_wo_args *a, int64_t i) {
+    return a->scales_h ? ts_f16_to_f32(a->scales_h[i]) : a->scales[i];
+}
+
+/* sum of the 16 partial sums: (l, l + 8), then (+ 4), (+ 2), (+ 1) */
+static inline float tree16(const float *v) {
+    float h[8], q[4];
+    for (int i = 0; i < 8; i++) h[i] = v[i] + v[i + 8];
+    for (int i = 0; i < 4; i++) q[i] = h[i] + h[i + 4];
+    return (q[0] + q[2]) + (q[1] + q[3]);
+}
 
 /* torchao's _int8_symm_per_token_reduced_range_quant in float32: scale = max(max|x| / 127, 1e-5),
  * q = clamp(round_half_even(x * (1 / scale)), -127, 127) */
@@ -89,24 +112,99 @@ static float out_generic(const da_x *d, int64_t m, int64_t n) {
         for (int64_t k = 0; k < K; k++) acc += (int32_t)xq[k] * ((int32_t)w[k] - zp);
         return ((float)acc * d->sx[m]) * a->scales[n];
     }
-    const int64_t gs = a->group_size, G = d->groups;
+    const int64_t gs = a->group_size, G = K / gs;
     const uint8_t *w = a->w + n * (K / 2);
-    float f = 0;
-    for (int64_t g = 0; g < G; g++) {
-        const int32_t zp = a->zero_points[n * G + g];
-        int32_t acc = 0;
-        for (int64_t k = g * gs; k < (g + 1) * gs; k += 2) {
-            const uint8_t b = w[k / 2];
-            acc += (int32_t)xq[k] * ((int32_t)(b & 15) - zp) +
-                   (int32_t)xq[k + 1] * ((int32_t)(b >> 4) - zp);
+    float f[16] = {0};
+    for (int64_t c = 0; c < K; c += 128)
+        for (int l = 0; l < 16 && c + 8 * l < K; l++) {
+            const int64_t e0 = c + 8 * l, p = n * G + e0 / gs;
+            const int32_t zp = a->zero_points[p];
+            int32_t acc = 0;
+            for (int64_t e = e0; e < e0 + 8; e += 2) {
+                const uint8_t b = w[e / 2];
+                acc += (int32_t)xq[e] * ((int32_t)(b & 15) - zp) +
+                       (int32_t)xq[e + 1] * ((int32_t)(b >> 4) - zp);
+            }
+            f[l] = fmaf((float)acc, scale_of(a, p), f[l]);
         }
-        f += a->scales[n * G + g] * (float)acc;
-    }
-    return f * d->sx[m];
+    return tree16(f) * d->sx[m];
 }
 
 /* ------------------------------------------------------------------ AVX512-VNNI */
 #ifdef TS_HAVE_DA8_VNNI
+/* tree16 of a register's lanes, the same additions */
+TS_DA8_VNNI static inline float hsum16(__m512 f) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(f), _mm512_extractf32x8_ps(f, 1));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q)); /* q0 + q2, q1 + q3 */
+    return _mm_cvtss_f32(_mm_add_ss(p, _mm_shuffle_ps(p, p, 1)));
+}
+
+/* quant_row's numbers, 16 at a time (x * inv, rounded in the current mode as nearbyintf, clamped):
+ * into xq (and its sum into *xsum) when xq, else into xp's nibble order (K a multiple of 32; the
+ * units' lane starts into xc: zp0 * the lane's xq sum, negated) */
+TS_DA8_VNNI static float quant_row_vnni(const float *x, int64_t K, int64_t kp, int8_t *xq,
+                                        int32_t *xsum, int8_t *xp, int32_t *xc, int32_t zp0) {
+    __m512 mx = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    for (int64_t k = 0; k < K; k += 16) {
+        const __mmask16 mk = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1);
+        const __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + k));
+        bad |= _mm512_cmp_ps_mask(v, big, _CMP_NLE_UQ); /* NaN or inf */
+        mx = _mm512_max_ps(mx, v);
+    }
+    if (bad) {
+        if (xq) memset(xq, 0, (size_t)K), *xsum = 0;
+        if (xp) memset(xp, 0, (size_t)kp), memset(xc, 0, (size_t)(kp / 8) * sizeof *xc);
+        return NAN;
+    }
+    float s = _mm512_reduce_max_ps(mx) / 127.0f;
+    s = s < 1e-5f ? 1e-5f : s;
+    const __m512 inv = _mm512_set1_ps(1.0f / s), lo = _mm512_set1_ps(-127.0f),
+                 hi = _mm512_set1_ps(127.0f);
+#define DA_Q(v)                                                                                    \
+    _mm512_cvtps_epi32(_mm512_min_ps(                                                              \
+        _mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps((v), inv),                                \
+                                           _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC),          \
+                      lo),                                                                         \
+        hi))
+    if (xq) {
+        __m512i sum = _mm512_setzero_si512();
+        for (int64_t k = 0; k < K; k += 16) {
+            const __mmask16 mk = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1);
+            const __m512i q = DA_Q(_mm512_maskz_loadu_ps(mk, x + k)); /* masked lanes: 0 */
+            sum = _mm512_add_epi32(sum, q);
+            _mm512_mask_cvtepi32_storeu_epi8(xq + k, mk, q);
+        }
+        *xsum = _mm512_reduce_add_epi32(sum);
+        return s;
+    }
+    /* each 32 elements: the even ones to the unit's first half, the odd ones to its second */
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+                  od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t k = 0; k < K; k += 32) {
+        const __m512i q0 = DA_Q(_mm512_loadu_ps(x + k)), q1 = DA_Q(_mm512_loadu_ps(x + k + 16));
+        int8_t *p = xp + (k & ~(int64_t)127) + (k & 127) / 2;
+        _mm_storeu_si128((void *)p, _mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(q0, ev, q1)));
+        _mm_storeu_si128((void *)(p + 64),
+                         _mm512_cvtepi32_epi8(_mm512_permutex2var_epi32(q0, od, q1)));
+    }
+#undef DA_Q
+    if (kp > K) { /* the last unit's missing elements: zeros in both halves */
+        const int64_t c = K & ~(int64_t)127, h = (K - c) / 2;
+        memset(xp + c + h, 0, (size_t)(64 - h)), memset(xp + c + 64 + h, 0, (size_t)(64 - h));
+    }
+    const __m512i ones = _mm512_set1_epi8(1), nz = _mm512_set1_epi32(-zp0);
+    for (int64_t c = 0; c < kp; c += 128) {
+        __m512i ls = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones,
+                                         _mm512_loadu_si512((const void *)(xp + c)));
+        ls = _mm512_dpbusd_epi32(ls, ones, _mm512_loadu_si512((const void *)(xp + c + 64)));
+        _mm512_storeu_si512((void *)(xc + c / 8), _mm512_mullo_epi32(ls, nz));
+    }
+    return s;
+}
+
 /* nr (1..4) int8 rows against token m: raw dots sum (w + 128) xq, corrected to the exact acc */
 TS_DA8_VNNI static inline void blk_i8(const da_x *d, int64_t m, int64_t n0, int nr, float *out) {
     const ts_wo_args *a = d->a;
@@ -148,104 +246,118 @@ TS_DA8_VNNI static inline void blk_i8(const da_x *d, int64_t m, int64_t n0, int 
     }
 }
 
-/* the zero points' share of int4 row n: sum_g scale_g (float)(zp_g xsum_g), 16 groups at once;
- * with one zero point for all (torchao's symmetric 8da4w weights: 8), zp sum_g scale_g xsum_g
- * (exact alike: zp xsum_g is an integer below 2^24), the zero points not read */
-TS_DA8_VNNI static inline __m512 zp_share(const da_x *d, int64_t m, int64_t n) {
-    const ts_wo_args *a = d->a;
-    const int64_t G = d->groups;
-    const float *sc = a->scales + n * G;
-    const int32_t *zp = a->zero_points + n * G, *xs = d->xsum + m * G;
-    __m512 c = _mm512_setzero_ps();
-    if (a->uniform_zp) {
-        const float *xf = d->xsumf + m * G;
-        for (int64_t g = 0; g < G; g += 16) {
-            const __mmask16 mk = G - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (G - g)) - 1);
-            c = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, sc + g),
-                                _mm512_maskz_loadu_ps(mk, xf + g), c);
-        }
-        return _mm512_mul_ps(c, _mm512_set1_ps((float)a->zero_points[0]));
-    }
-    for (int64_t g = 0; g < G; g += 16) {
-        const __mmask16 mk = G - g >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (G - g)) - 1);
-        const __m512i p = _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(mk, zp + g),
-                                             _mm512_maskz_loadu_epi32(mk, xs + g));
-        c = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, sc + g), _mm512_cvtepi32_ps(p), c);
-    }
-    return c;
+static inline int32_t two_halves(const uint16_t *s) {
+    int32_t v;
+    memcpy(&v, s, sizeof v);
+    return v;
 }
 
-/* nr int4 rows against token m (xp: its nibble-ordered bytes). Each 128 elements (64 bytes):
- * one load, the low nibbles (elements 2j) and the high ones (2j + 1) as two registers of unsigned
- * bytes, both dotted with xp into the same int32 lanes: lanes 4i..4i+3 hold elements 32i..32i+31
- * of the 128, so their group is (c + 32 i) / gs. Then (float) lanes times each lane's group scale
- * (a permute of the unit's scales) into the row's float32 accumulator. A last unit of fewer than
- * 128 elements reads only its bytes and its groups' scales. */
-TS_DA8_VNNI static inline void blk_u4(const da_x *d, int64_t m, int64_t n0, int nr, float *out) {
+/* the scales of one unit's lanes from parameter i on (groups of gs: gidx maps lanes to groups;
+ * sm: the groups a short last unit has), float16 or float32 */
+TS_DA8_INLINE static inline __m512 unit_scales(const ts_wo_args *a, int64_t i, __m512i gidx,
+                                               __mmask8 sm, bool h16) {
+    const int64_t gs = a->group_size;
+    if (h16) {
+        const uint16_t *s = a->scales_h + i;
+        if (gs >= 128) return _mm512_set1_ps(_cvtsh_ss(s[0]));
+        const __m128i v = sm != 0xff ? _mm_maskz_loadu_epi16(sm, s)
+                          : gs == 32 ? _mm_loadl_epi64((const void *)s)
+                                     : _mm_cvtsi32_si128(two_halves(s));
+        return _mm512_permutexvar_ps(gidx, _mm512_castps128_ps512(_mm_cvtph_ps(v)));
+    }
+    const float *s = a->scales + i;
+    if (gs >= 128) return _mm512_set1_ps(s[0]);
+    const __m128 v = sm != 0xff ? _mm_maskz_loadu_ps(sm, s)
+                     : gs == 32 ? _mm_loadu_ps(s)
+                                : _mm_castsi128_ps(_mm_loadl_epi64((const void *)s));
+    return _mm512_permutexvar_ps(gidx, _mm512_castps128_ps512(v));
+}
+
+/* the lanes' start for zero points that differ: the lane's zero point times minus its xq sum */
+TS_DA8_INLINE static inline __m512i unit_start(const ts_wo_args *a, int64_t i, __m512i gidx,
+                                               __mmask8 sm, __m512i nls) {
+    const int32_t *z = a->zero_points + i;
+    const int64_t gs = a->group_size;
+    const __m512i zv =
+        gs >= 128 ? _mm512_set1_epi32(z[0])
+                  : _mm512_permutexvar_epi32(gidx, _mm512_castsi128_si512(_mm_maskz_loadu_epi32(
+                                                       gs == 64 && sm == 0xff ? 3 : sm, z)));
+    return _mm512_mullo_epi32(zv, nls);
+}
+
+/* one unit (elements c..c+127 of the rows; part: fewer than 128 left) of nr int4 rows against
+ * token m into their partial sums f (xp: its nibble-ordered bytes; h16: float16 scales; uz: one
+ * zero point for all, the lane starts made per token). Lanes 4i..4i+3 of a unit hold its elements
+ * 32i..32i+31, so their group is (c + 32 i) / gs. A short last unit reads only its bytes and its
+ * groups' parameters (its other lanes: 0 times a scale of 0). */
+TS_DA8_INLINE static inline void unit_u4(const da_x *d, int64_t m, int64_t n0, int nr, int64_t c,
+                                         bool part, bool h16, bool uz, __m512i gidx, __m512 *f) {
     const ts_wo_args *a = d->a;
-    const int64_t K = a->k, gs = a->group_size, G = d->groups, rb = K / 2;
-    const int8_t *xp = d->xp + m * d->kp;
-    const uint8_t *w = a->w + n0 * rb;
-    const __m512i lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i gidx = _mm512_srlv_epi32(lane, _mm512_set1_epi32(gs == 32   ? 0
-                                                                   : gs == 64 ? 1
-                                                                              : 2));
+    const int64_t K = a->k, gs = a->group_size, G = K / gs, rb = K / 2;
+    const uint8_t *w = a->w + n0 * rb + c / 2;
+    const int8_t *xp = d->xp + m * d->kp + c;
+    const __mmask64 wm = part ? (__mmask64)((1ull << ((K - c) / 2)) - 1) : ~(__mmask64)0;
+    const __mmask8 sm = part ? (__mmask8)((1u << ((K - c) / gs)) - 1) : (__mmask8)0xff;
     const __m512i lo4 = _mm512_set1_epi8(15);
+    const __m512i xe = _mm512_loadu_si512((const void *)xp),
+                  xo = _mm512_loadu_si512((const void *)(xp + 64)),
+                  st = _mm512_loadu_si512((const void *)(d->xc + m * (d->kp / 8) + c / 8));
+    for (int r = 0; r < nr; r++) {
+        const int64_t i = (n0 + r) * G + c / gs;
+        DA_PREFETCH(w, (r + DA_PF4) * rb);
+        const __m512i b = part ? _mm512_maskz_loadu_epi8(wm, w + r * rb)
+                               : _mm512_loadu_si512((const void *)(w + r * rb));
+        __m512i dt = uz ? st : unit_start(a, i, gidx, sm, st);
+        dt = _mm512_dpbusd_epi32(dt, _mm512_and_si512(b, lo4), xe);
+        dt = _mm512_dpbusd_epi32(dt, _mm512_and_si512(_mm512_srli_epi16(b, 4), lo4), xo);
+        f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dt), unit_scales(a, i, gidx, sm, h16), f[r]);
+    }
+}
+
+/* nr (1..4) int4 rows against token m: the units in order, then tree16 of each row's lanes */
+TS_DA8_INLINE static inline void blk_u4(const da_x *d, int64_t m, int64_t n0, int nr, bool h16,
+                                        bool uz, float *out) {
+    const int64_t K = d->a->k, full = K / 128 * 128;
+    const __m512i lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i gidx = d->a->group_size == 32 ? lane : _mm512_srli_epi32(lane, 1);
     __m512 f[DA_NB];
     for (int r = 0; r < nr; r++) f[r] = _mm512_setzero_ps();
-    const int64_t full = K / 128 * 128;
-    for (int64_t c = 0; c < full; c += 128) {
-        const __m512i xe = _mm512_loadu_si512((const void *)(xp + c)),
-                      xo = _mm512_loadu_si512((const void *)(xp + c + 64));
-        for (int r = 0; r < nr; r++) {
-            DA_PREFETCH(w, (r + DA_PF) * rb + c / 2);
-            const __m512i b = _mm512_loadu_si512((const void *)(w + r * rb + c / 2));
-            __m512i dt = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(b, lo4), xe);
-            dt = _mm512_dpbusd_epi32(dt, _mm512_and_si512(_mm512_srli_epi16(b, 4), lo4), xo);
-            const float *sc = a->scales + (n0 + r) * G + c / gs;
-            const __m512 sv =
-                gs == 32   ? _mm512_permutexvar_ps(gidx, _mm512_castps128_ps512(_mm_loadu_ps(sc)))
-                : gs == 64 ? _mm512_permutexvar_ps(gidx, _mm512_castps128_ps512(_mm_castsi128_ps(
-                                                             _mm_loadl_epi64((const void *)sc))))
-                           : _mm512_set1_ps(sc[0]);
-            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dt), sv, f[r]);
-        }
-    }
-    if (full < K) { /* 32, 64 or 96 elements left: only their bytes and their groups' scales */
-        const int64_t c = full, left = K - c;
-        const __mmask64 wm = (__mmask64)((1ull << (left / 2)) - 1);
-        const __mmask16 sm = (__mmask16)((1u << (left / gs)) - 1);
-        const __m512i xe = _mm512_loadu_si512((const void *)(xp + c)),
-                      xo = _mm512_loadu_si512((const void *)(xp + c + 64));
-        for (int r = 0; r < nr; r++) {
-            const __m512i b = _mm512_maskz_loadu_epi8(wm, w + r * rb + c / 2);
-            __m512i dt = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(b, lo4), xe);
-            dt = _mm512_dpbusd_epi32(dt, _mm512_and_si512(_mm512_srli_epi16(b, 4), lo4), xo);
-            const __m512 sv = _mm512_permutexvar_ps(
-                gidx, _mm512_maskz_loadu_ps(sm, a->scales + (n0 + r) * G + c / gs));
-            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dt), sv, f[r]);
-        }
-    }
+    /* the parameters of the rows DA_PF4 ahead (the scales; the zero points when they differ) */
+    const int64_t G = K / d->a->group_size, sb = h16 ? 2 : 4;
+    const void *sp = h16 ? (const void *)d->a->scales_h : (const void *)d->a->scales;
     for (int r = 0; r < nr; r++)
-        out[r] = _mm512_reduce_add_ps(_mm512_sub_ps(f[r], zp_share(d, m, n0 + r))) * d->sx[m];
+        for (int64_t o = 0; o < G * 4; o += 64) {
+            if (o < G * sb) DA_PREFETCH(sp, (n0 + r + DA_PF4) * G * sb + o);
+            if (!uz) DA_PREFETCH(d->a->zero_points, (n0 + r + DA_PF4) * G * 4 + o);
+        }
+    for (int64_t c = 0; c < full; c += 128) unit_u4(d, m, n0, nr, c, false, h16, uz, gidx, f);
+    if (full < K) unit_u4(d, m, n0, nr, full, true, h16, uz, gidx, f);
+    for (int r = 0; r < nr; r++) out[r] = hsum16(f[r]) * d->sx[m];
 }
 
 TS_DA8_VNNI static void run_vnni(const da_x *d, int64_t n0, int64_t nn) {
     const ts_wo_args *a = d->a;
+    const bool h16 = a->scales_h != NULL, uz = a->uniform_zp;
     for (int64_t m = 0; m < a->m; m++) {
         float out[DA_NB];
         for (int64_t n = n0; n < n0 + nn; n += DA_NB) {
             const int nr = n0 + nn - n < DA_NB ? (int)(n0 + nn - n) : DA_NB;
-            if (a->int4) {
-                if (nr == DA_NB)
-                    blk_u4(d, m, n, DA_NB, out);
-                else
-                    blk_u4(d, m, n, nr, out);
-            } else {
+            if (!a->int4) {
                 if (nr == DA_NB)
                     blk_i8(d, m, n, DA_NB, out);
                 else
                     blk_i8(d, m, n, nr, out);
+            } else if (nr == DA_NB) { /* full blocks: each case with constant arguments */
+                if (h16 && uz)
+                    blk_u4(d, m, n, DA_NB, true, true, out);
+                else if (h16)
+                    blk_u4(d, m, n, DA_NB, true, false, out);
+                else if (uz)
+                    blk_u4(d, m, n, DA_NB, false, true, out);
+                else
+                    blk_u4(d, m, n, DA_NB, false, false, out);
+            } else {
+                blk_u4(d, m, n, nr, h16, uz, out);
             }
             for (int r = 0; r < nr; r++)
                 a->y[m * a->n + n + r] = out[r] + (a->bias ? a->bias[n + r] : 0.0f);
@@ -260,11 +372,13 @@ bool tsi_cpu_da8_linear(const ts_wo_args *a) {
 #ifdef TS_HAVE_DA8_VNNI
     vnni = tsi_qgemm_vnni_available();
 #endif
-    da_x d = {.a = a, .groups = a->int4 ? K / a->group_size : 1, .kp = (K + 127) & ~(int64_t)127};
+    da_x d = {.a = a, .kp = (K + 127) & ~(int64_t)127};
     const bool perm = vnni && a->int4;
-    size_t bytes = (size_t)(M * K) + (perm ? (size_t)(M * d.kp) : 0) +
-                   (size_t)(M * d.groups) * (sizeof(int32_t) + sizeof(float)) +
-                   (size_t)M * sizeof(float) + 64;
+    /* floats and int32 first (sx, xsum, xc), then the bytes (xq or xp) */
+    const size_t bytes =
+        (size_t)M * (sizeof(float) + sizeof(int32_t)) +
+        (perm ? (size_t)(M * (d.kp / 8)) * sizeof(int32_t) + (size_t)(M * d.kp) : (size_t)(M * K)) +
+        64;
     ts_block *blk = NULL;
     char *s = tsi_host_scratch_get(bytes, &blk);
     if (!s) {
@@ -272,28 +386,26 @@ bool tsi_cpu_da8_linear(const ts_wo_args *a) {
         return false;
     }
     d.sx = (float *)(void *)s;
-    d.xsum = (int32_t *)(void *)(s + (size_t)M * sizeof(float));
-    d.xsumf = (float *)(void *)(d.xsum + M * d.groups);
-    d.xq = (int8_t *)(d.xsumf + M * d.groups);
-    d.xp = perm ? d.xq + M * K : NULL;
+    d.xsum = (int32_t *)(void *)(d.sx + M);
+    d.xc = d.xsum + M;
+    char *bytes0 = (char *)(void *)(d.xc + (perm ? M * (d.kp / 8) : 0));
+    if (perm)
+        d.xp = (int8_t *)bytes0;
+    else
+        d.xq = (int8_t *)bytes0;
     for (int64_t m = 0; m < M; m++) {
-        int8_t *q = d.xq + m * K;
-        d.sx[m] = quant_row(a->x + m * K, K, q);
-        const int64_t gl = K / d.groups;
-        for (int64_t g = 0; g < d.groups; g++) {
-            int32_t t = 0;
-            for (int64_t k = g * gl; k < (g + 1) * gl; k++) t += q[k];
-            d.xsum[m * d.groups + g] = t;
-            d.xsumf[m * d.groups + g] = (float)t;
+        const float *x = a->x + m * K;
+#ifdef TS_HAVE_DA8_VNNI
+        if (vnni) {
+            /* one zero point for all: the lane starts hold it; else minus the lanes' sums */
+            const int32_t zp0 = perm && a->uniform_zp ? a->zero_points[0] : 1;
+            d.sx[m] = perm ? quant_row_vnni(x, K, d.kp, NULL, NULL, d.xp + m * d.kp,
+                                            d.xc + m * (d.kp / 8), zp0)
+                           : quant_row_vnni(x, K, d.kp, d.xq + m * K, d.xsum + m, NULL, NULL, 0);
+            continue;
         }
-        if (perm) { /* each 128: the even elements, then the odd ones; a short last 128 zero
-                     * padded */
-            int8_t *p = d.xp + m * d.kp;
-            memset(p, 0, (size_t)d.kp);
-            for (int64_t c = 0; c < K; c += 128)
-                for (int64_t j = 0; j < 64 && c + 2 * j < K; j++)
-                    p[c + j] = q[c + 2 * j], p[c + 64 + j] = q[c + 2 * j + 1];
-        }
+#endif
+        d.sx[m] = quant_row(x, K, d.xq + m * K);
     }
     const int64_t per = 16, blocks = (N + per - 1) / per;
     TS_PARALLEL_FOR_IF(

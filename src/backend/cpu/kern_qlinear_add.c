@@ -44,22 +44,37 @@ __attribute__((target(TS_ISA_TARGET_AVX512))) static inline __m512 bytes_ps(cons
 }
 
 /* 16 lanes a step, each fma rounded once to float32: the double sums above are exact, so their
- * one rounding is the fma's */
+ * one rounding is the fma's. Clamped before the rounding (the bounds are integers: the same as
+ * after), rounded half to even by the conversion; 64 bytes at a time packed into one store (the
+ * values already lie in the byte range: the packs' saturation never acts). */
 __attribute__((target(TS_ISA_TARGET_AVX512))) static void qadd_avx512(const ts_qlinear_add_args *a,
                                                                       int64_t i0, int64_t i1) {
     const bool sgn = a->is_signed;
     const __m512 ra = _mm512_set1_ps(a->ra), rb = _mm512_set1_ps(a->rb),
                  fx = _mm512_set1_ps(a->fixed), lo = _mm512_set1_ps(sgn ? -128.0f : 0.0f),
                  hi = _mm512_set1_ps(sgn ? 127.0f : 255.0f);
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const uint8_t *pa = a->a, *pb = a->b;
     uint8_t *po = a->out;
     const __m512 ts =
         _mm512_fmadd_ps(_mm512_set1_ps(_mm512_cvtss_f32(bytes_ps(pb, 1, sgn))), rb, fx);
-    for (int64_t i = i0; i < i1; i += 16) {
+    int64_t i = i0;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i q[4];
+        for (int j = 0; j < 4; j++) {
+            const __m512 t =
+                a->b_scalar ? ts : _mm512_fmadd_ps(bytes_ps(pb + i + 16 * j, 0xffff, sgn), rb, fx);
+            const __m512 v = _mm512_fmadd_ps(bytes_ps(pa + i + 16 * j, 0xffff, sgn), ra, t);
+            q[j] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi));
+        }
+        const __m512i ab = _mm512_packs_epi32(q[0], q[1]), cd = _mm512_packs_epi32(q[2], q[3]);
+        const __m512i r = sgn ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
+        _mm512_storeu_si512(po + i, _mm512_permutexvar_epi32(order, r));
+    }
+    for (; i < i1; i += 16) {
         const __mmask16 m = (__mmask16)(i1 - i >= 16 ? 0xffff : (1u << (i1 - i)) - 1u);
         const __m512 t = a->b_scalar ? ts : _mm512_fmadd_ps(bytes_ps(pb + i, m, sgn), rb, fx);
         __m512 v = _mm512_fmadd_ps(bytes_ps(pa + i, m, sgn), ra, t);
-        v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
         _mm512_mask_cvtepi32_storeu_epi8(po + i, m, _mm512_cvtps_epi32(v));
     }

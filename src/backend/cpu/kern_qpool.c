@@ -1,5 +1,7 @@
 /* kern_qpool.c — max and adaptive average pooling of quantized integers (backend.h's qpool,
- * quant_args.h's ts_qpool_args), on the integers themselves: the parameters pass through. */
+ * quant_args.h's ts_qpool_args), on the integers themselves: the parameters pass through. NCHW
+ * planes, or channels_last images (a->nhwc: [H][W][C] in, [OH][OW][C] out, the same windows,
+ * each output pixel's C channels a contiguous row). */
 #include <math.h>
 #include <string.h>
 
@@ -95,8 +97,79 @@ static void avg_plane(const ts_qpool_args *a, int64_t p) {
     }
 }
 
+/* image i of a channels_last input: every output pixel's row of C channels the maximum of its
+ * taps' rows (bytes: as uint8 with int8's top bit flipped, a loop the compiler vectorizes) */
+static void max_image_nhwc(const ts_qpool_args *a, int64_t img) {
+    const int64_t H = a->h, W = a->w, C = a->c;
+    const bool bytes = a->qdtype != TS_QINT32;
+    const uint8_t flip = a->qdtype == TS_QINT8 ? 0x80 : 0;
+    for (int64_t oy = 0; oy < a->oh; oy++)
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            const int64_t o = ((img * a->oh + oy) * a->ow + ox) * C;
+            uint8_t *ob = (uint8_t *)a->out + o;
+            int32_t *oi = (int32_t *)a->out + o;
+            if (bytes)
+                memset(ob, 0, (size_t)C);
+            else
+                for (int64_t c = 0; c < C; c++) oi[c] = INT32_MIN;
+            for (int64_t i = 0; i < a->kernel[0]; i++) {
+                const int64_t y = oy * a->stride[0] - a->pad[0] + i * a->dil[0];
+                if (y < 0 || y >= H) continue;
+                for (int64_t j = 0; j < a->kernel[1]; j++) {
+                    const int64_t x = ox * a->stride[1] - a->pad[1] + j * a->dil[1];
+                    if (x < 0 || x >= W) continue;
+                    const int64_t t = ((img * H + y) * W + x) * C;
+                    if (bytes) {
+                        const uint8_t *r = (const uint8_t *)a->x + t;
+                        for (int64_t c = 0; c < C; c++) {
+                            const uint8_t v = (uint8_t)(r[c] ^ flip);
+                            ob[c] = v > ob[c] ? v : ob[c];
+                        }
+                    } else {
+                        const int32_t *r = (const int32_t *)a->x + t;
+                        for (int64_t c = 0; c < C; c++) oi[c] = r[c] > oi[c] ? r[c] : oi[c];
+                    }
+                }
+            }
+            if (bytes && flip)
+                for (int64_t c = 0; c < C; c++) ob[c] ^= flip;
+        }
+}
+
+/* avg_plane's windows and arithmetic on image img of a channels_last input */
+static void avg_image_nhwc(const ts_qpool_args *a, int64_t img) {
+    const int64_t H = a->h, W = a->w, C = a->c;
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        const int64_t y0 = oy * H / a->oh, y1 = ((oy + 1) * H + a->oh - 1) / a->oh;
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            const int64_t x0 = ox * W / a->ow, x1 = ((ox + 1) * W + a->ow - 1) / a->ow;
+            const float r = (float)(1.0 / (double)((y1 - y0) * (x1 - x0)));
+            for (int64_t c = 0; c < C; c++) {
+                int64_t sum = 0;
+                for (int64_t y = y0; y < y1; y++)
+                    for (int64_t x = x0; x < x1; x++)
+                        sum += load(a, ((img * H + y) * W + x) * C + c);
+                put(a, ((img * a->oh + oy) * a->ow + ox) * C + c,
+                    (int64_t)nearbyintf((float)sum * r));
+            }
+        }
+    }
+}
+
 void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a) {
     (void)be, (void)index;
+    if (a->nhwc) {
+        const int64_t images = a->c > 0 ? a->planes / a->c : 0;
+        TS_PARALLEL_FOR_IF(
+            images > 1 && a->planes * a->h * a->w >= ((int64_t)1 << 16),
+            for (int64_t i = 0; i < images; i++) {
+                if (a->adaptive_avg)
+                    avg_image_nhwc(a, i);
+                else
+                    max_image_nhwc(a, i);
+            });
+        return;
+    }
     TS_PARALLEL_FOR_IF(
         a->planes > 1 && a->planes * a->h * a->w >= ((int64_t)1 << 16),
         for (int64_t p = 0; p < a->planes; p++) {

@@ -1,6 +1,8 @@
 /* qgemm_vnni.c — the AVX512-VNNI int8 GEMM (qgemm_vnni.h): blocks of 4 rows by 32 columns, eight
  * zmm accumulators, one vpdpbusd per row and panel for each 4 bytes of k; from 8 rows on, blocks
- * of 8 rows by 48 columns (24 accumulators). */
+ * of 8 rows by 48 columns (24 accumulators), each also prefetching its share of the next column
+ * block's panels into L2 (a weight streamed from memory, as BERT's 85 MB are at each run, is then
+ * there when that block starts). */
 #include "backend/cpu/qgemm_vnni.h"
 
 #include <string.h>
@@ -25,12 +27,22 @@ bool tsi_qgemm_vnni_available(void) {
 }
 
 void tsi_qgemm_vnni_pack_w(const int8_t *w, int64_t n, int64_t k, int8_t *wp) {
+    tsi_qgemm_vnni_pack_w_strided((const uint8_t *)w, k, 1, 0, n, k, wp);
+}
+
+void tsi_qgemm_vnni_pack_w_strided(const uint8_t *w, int64_t sn, int64_t sk, uint8_t flip,
+                                   int64_t n, int64_t k, int8_t *wp) {
     const int64_t kp = (k + 3) & ~(int64_t)3, np = (n + 15) & ~(int64_t)15;
     memset(wp, 0, (size_t)np * (size_t)kp);
-    for (int64_t c = 0; c < n; c++) {
-        int8_t *panel = wp + (c / 16) * kp * 16 + (c % 16) * 4;
-        for (int64_t i = 0; i < k; i++) panel[(i / 4) * 64 + (i % 4)] = w[c * k + i];
+#define TS_QP_AT(c, i) (wp + (c / 16) * kp * 16 + (c % 16) * 4 + (i / 4) * 64 + (i % 4))
+    if (sk <= sn) { /* along k in memory: a column at a time */
+        for (int64_t c = 0; c < n; c++)
+            for (int64_t i = 0; i < k; i++) *TS_QP_AT(c, i) = (int8_t)(w[c * sn + i * sk] ^ flip);
+    } else { /* a [k, n] weight: a row of k at a time */
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t c = 0; c < n; c++) *TS_QP_AT(c, i) = (int8_t)(w[c * sn + i * sk] ^ flip);
     }
+#undef TS_QP_AT
 }
 
 #ifdef TS_HAVE_VNNI_KERNEL
@@ -74,7 +86,7 @@ TS_VNNI static void block(const ts_qlinear_args *a, const uint8_t *xp, const int
     _mm512_storeu_si512(raw[3], c30);
     _mm512_storeu_si512(raw[3] + 16, c31);
     const int64_t n0 = p0 * 16, nn0 = a->n - n0, nn = nn0 < 16 * np2 ? nn0 : 16 * np2;
-    for (int64_t r = 0; r < mr; r++) epi(a, r0 + r, n0, nn, raw[r], x_zp, xsum[r], wsum);
+    epi(a, r0, mr, n0, nn, raw[0], 32, x_zp, xsum, wsum);
 }
 #endif
 
@@ -100,7 +112,8 @@ TS_VNNI static void block(const ts_qlinear_args *a, const uint8_t *xp, const int
     } while (0)
 TS_VNNI static void block8x48(const ts_qlinear_args *a, const uint8_t *xp, const int8_t *wp,
                               int64_t kp, int64_t r0, int64_t mr, int64_t p0, int np3, int32_t x_zp,
-                              const int64_t *xsum, const int64_t *wsum, tsi_qgemm_epilogue epi) {
+                              const int64_t *xsum, const int64_t *wsum, tsi_qgemm_epilogue epi,
+                              const int8_t *pf, int64_t pf_lines) {
     const uint8_t *x0 = xp + r0 * kp;
     int64_t off[8];
     for (int r = 0; r < 8; r++) off[r] = r < mr ? r * kp : 0;
@@ -113,6 +126,7 @@ TS_VNNI static void block8x48(const ts_qlinear_args *a, const uint8_t *xp, const
     for (int64_t s = 0; s < kp / 4; s++) {
         const __m512i w0 = _mm512_loadu_si512(b0 + s * 64), w1 = _mm512_loadu_si512(b1 + s * 64),
                       w2 = _mm512_loadu_si512(b2 + s * 64);
+        if (s < pf_lines) _mm_prefetch((const char *)(pf + s * 64), _MM_HINT_T1);
         TS_QB_ROW(0);
         TS_QB_ROW(1);
         TS_QB_ROW(2);
@@ -132,7 +146,7 @@ TS_VNNI static void block8x48(const ts_qlinear_args *a, const uint8_t *xp, const
     TS_QB_STORE(6);
     TS_QB_STORE(7);
     const int64_t n0 = p0 * 16, nn0 = a->n - n0, nn = nn0 < 16 * np3 ? nn0 : 16 * np3;
-    for (int64_t r = 0; r < mr; r++) epi(a, r0 + r, n0, nn, raw[r], x_zp, xsum[r], wsum);
+    epi(a, r0, mr, n0, nn, raw[0], 48, x_zp, xsum, wsum);
 }
 #undef TS_QB_ROW
 #undef TS_QB_STORE
@@ -150,8 +164,15 @@ void tsi_qgemm_vnni_run(const ts_qlinear_args *a, const uint8_t *xp, const int8_
             for (int64_t t = 0; t < mb8 * nb3; t++) {
                 const int64_t j = t / mb8, i = t % mb8, r0 = i * 8;
                 const int64_t mr = M - r0 < 8 ? M - r0 : 8, left = panels - 3 * j;
+                /* the next column block's panels (contiguous) into L2, a share per row block: a
+                 * weight streamed from memory is not waited for when the block starts */
+                const int64_t nleft = left - 3 < 3 ? left - 3 : 3;
+                const int64_t lines = nleft > 0 ? nleft * kp * 16 / 64 : 0;
+                const int64_t chunk = (lines + mb8 - 1) / mb8, first = i * chunk;
+                const int64_t count = lines - first < chunk ? lines - first : chunk;
                 block8x48(a, xp, wp, kp, r0, mr, 3 * j, left >= 3 ? 3 : (int)left, x_zp, xsum + r0,
-                          wsum, epi);
+                          wsum, epi, wp + (3 * j + 3) * kp * 16 + first * 64,
+                          count > 0 ? count : 0);
             });
         return;
     }

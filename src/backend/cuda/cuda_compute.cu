@@ -83,4 +83,7 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->batch_norm_supports = tsc_batch_norm_supports;
     be->batch_norm_forward = tsc_batch_norm_forward;
     be->batch_norm_backward = tsc_batch_norm_backward;
+    be->quant = tsc_quant;
+    be->qlinear = tsc_qlinear;
+    be->wo_linear = tsc_wo_linear;
 }

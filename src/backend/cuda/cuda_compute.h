@@ -203,6 +203,10 @@ void tsc_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool b
 void tsc_roi_pool(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
 bool tsc_nms(const ts_backend *be, int index, const ts_kview *keep, const ts_kview *boxes,
              const ts_kview *cls, double iou_threshold);
+/* cuda_quant.cu: quantize / dequantize / fake quantize, and the int8 linear layer */
+void tsc_quant(const ts_backend *be, int index, const ts_quant_args *a);
+bool tsc_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a);
+bool tsc_wo_linear(const ts_backend *be, int index, const ts_wo_args *a);
 /* cuda_cdist.cu */
 void tsc_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                const ts_kview *x2, double p);
