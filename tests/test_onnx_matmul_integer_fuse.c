@@ -300,6 +300,50 @@ static void test_sweep(void) {
     free(sw_bytes);
 }
 
+/* an Add where the scales' Mul belongs (MatMulInteger -> Cast -> Add(scale product)) is not the
+ * pattern: nothing fuses, and the output is the same with the rewrite on and off */
+static void test_not_a_mul(void) {
+    ts_scope_begin();
+    Onnx__GraphProto *g = graph();
+    const int64_t wd[2] = {6, 3};
+    int8_t w[18];
+    for (int i = 0; i < 18; i++) w[i] = (int8_t)(i * 37 % 255 - 127);
+    const int8_t wz = 0;
+    const float ws = 0.03125f;
+    add_init(g, tensor("w", 3, 2, wd, w, sizeof w));
+    add_init(g, tensor("wz", 3, 0, NULL, &wz, 1));
+    add_init(g, tensor("ws", 1, 0, NULL, &ws, 4));
+    node(g, "DynamicQuantizeLinear", "dq", "x", "xq,xs,xz");
+    node(g, "MatMulInteger", "mmi", "xq,w,xz,wz", "acc");
+    Onnx__NodeProto *cast = node(g, "Cast", "cast", "acc", "accf");
+    attr_int(cast, "to", 1);
+    node(g, "Mul", "scales", "xs,ws", "sp");
+    node(g, "Add", "notmul", "accf,sp", "y");
+    const int64_t xd[2] = {4, 6}, yd[2] = {4, 3};
+    add_input(g, "x", tensor_type(1, 2, xd));
+    add_output(g, "y", tensor_type(1, 2, yd));
+    size_t len;
+    uint8_t *bytes = pack(model(g, 13), &len);
+    ts_tensor *y[2] = {0};
+    for (int on = 0; on < 2; on++) {
+        set_mode(on ? NULL : "0");
+        ts_module *m = ts_onnx_load_buffer(bytes, len, NULL, (ts_onnx_opts){0});
+        CHECK(m != NULL);
+        if (!m) continue;
+        CHECK_EQ(count_op(m, FUSED), 0);
+        CHECK_EQ(count_op(m, DQFUSED), 0);
+        ts_tensor *x = input();
+        ts_no_grad_begin();
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y[on]) == TS_OK);
+        ts_no_grad_end();
+        ts_module_free(m);
+    }
+    CHECK(same_bits(y[0], y[1]));
+    set_mode(NULL);
+    arena_free();
+    ts_scope_end();
+}
+
 int main(void) {
     make_quantized();
     test_fused_equals_unfused();
@@ -317,6 +361,7 @@ int main(void) {
     check_extra("h_quantized", 2, 0, 3, 0, 0, 1);
     check_extra("h_scale", 1, 0, 3, 0, 0, 1);
     check_extra("h_zero_point", 2, 0, 3, 0, 0, 1);
+    test_not_a_mul();
     test_sweep();
     unlink(qpath);
     arena_release();

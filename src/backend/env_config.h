@@ -48,6 +48,7 @@ extern "C" {
     X(CUDA_SDPA_TC, "TS_CUDA_SDPA_TC", "0: CUDA attention without the tensor-core kernels")        \
     X(CUDA_TEST_PROBE_ERROR, "TS_CUDA_TEST_PROBE_ERROR", "test hook: a CUDA start-up error")       \
     X(CUDA_TEST_CUDNN_DECLINE, "TS_CUDA_TEST_CUDNN_DECLINE", "test hook: cuDNN declines first")    \
+    X(CUDA_QLINEAR_LT, "TS_CUDA_QLINEAR_LT", "test hook: require: cuBLASLt takes int8 shapes")     \
     X(CUDA_TEST_CONV_NHWC_COPY, "TS_CUDA_TEST_CONV_NHWC_COPY", "test hook: NHWC through copies")   \
     X(DIST_TIMEOUT, "TS_DIST_TIMEOUT", "seconds a collective may take (600)")                      \
     X(DDP_OVERLAP, "TS_DDP_OVERLAP", "DDP: overlap reductions with backward (0 or 1)")             \

@@ -39,6 +39,7 @@
 #include "backend/cuda/cuda_compute.h"
 #include "backend/cuda/cuda_compute_blas.h"
 #include "backend/cuda/cuda_iter.cuh"
+#include "backend/env_config.h"
 
 #ifndef TSC_HOST_EMULATION
 /* after kernel_math.h: cuda_fp16.h's global `half` would shadow a local of that name there */
@@ -597,8 +598,7 @@ bool tsc_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) {
         if (done < 0) ok = false;
         /* a test hook: TS_CUDA_QLINEAR_LT=require makes a shape cuBLASLt should take but declines
          * an error, so that a GPU run shows which path ran (tests/test_cuda_quant.c sets it) */
-        const char *req = getenv("TS_CUDA_QLINEAR_LT");
-        if (done == 0 && req && !strcmp(req, "require")) {
+        if (done == 0 && tsi_env_is(TSI_ENV_CUDA_QLINEAR_LT, "require")) {
             tsi_error_set(TS_ERR_UNSUPPORTED,
                           "%s: cuBLASLt has no int8 algorithm for [%lld x %lld] x [%lld x %lld]^T "
                           "(TS_CUDA_QLINEAR_LT=require; cuda:%d)",
