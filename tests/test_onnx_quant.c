@@ -15,6 +15,7 @@
 #ifndef TS_HAVE_ONNX
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
+#include "onnx/onnx_internal.h"
 #include "onnx_op_util.h"
 
 /* ------------------------------------------------------------------ quantized operators */
@@ -193,6 +194,130 @@ static void test_qlinear_conv(ts_device dev, bool quantized) {
     ts_scope_end();
 }
 
+/* The node keeps the convolution options it read between runs, keyed by the input's shape:
+ * auto_pad SAME_UPPER, kernel 5, stride 3 pads 1 a side at 9 x 9 and 2 at 10 x 10 (both
+ * symmetric), so runs at 9, 9, 9, 10, 10, 9 must each take their own padding. */
+static void test_qlinear_conv_shapes(ts_device dev) {
+    ts_scope_begin();
+    model *b = model_new("QLinearConv", "", 10, "x xs xz w ws wz ys yz", "y");
+    a_str(b, "auto_pad", "SAME_UPPER");
+    a_ints(b, "kernel_shape", 2, (int64_t[]){5, 5});
+    a_ints(b, "strides", 2, (int64_t[]){3, 3});
+    ts_module *m = load(b, dev);
+    CHECK(m != NULL);
+    uint8_t x[100], w[25], xz = 9, wz = 0, yz = 3;
+    for (int i = 0; i < 100; i++) x[i] = (uint8_t)(i * 37 + 11);
+    for (int i = 0; i < 25; i++) w[i] = (uint8_t)(i * 53 + 7);
+    const float xs = 0.02f, ws = 0.01f, ys = 0.5f;
+    static const int sizes[] = {9, 9, 9, 10, 10, 9};
+    /* the same parameter tensors at every run: the node's state (and its options) stays */
+    ts_tensor *par[7] = {
+        tensor(dev, TS_F32, TS_SHAPE(), &xs),        tensor(dev, TS_U8, TS_SHAPE(), &xz),
+        tensor(dev, TS_U8, TS_SHAPE(1, 1, 5, 5), w), tensor(dev, TS_F32, TS_SHAPE(), &ws),
+        tensor(dev, TS_U8, TS_SHAPE(), &wz),         tensor(dev, TS_F32, TS_SHAPE(), &ys),
+        tensor(dev, TS_U8, TS_SHAPE(), &yz)};
+    for (int r = 0; r < 6 && m; r++) {
+        const int h = sizes[r], oh = (h + 2) / 3, pad = ((oh - 1) * 3 + 5 - h) / 2;
+        double want[16];
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < oh; j++) {
+                double acc = 0;
+                for (int ky = 0; ky < 5; ky++)
+                    for (int kx = 0; kx < 5; kx++) {
+                        const int yy = i * 3 + ky - pad, xx = j * 3 + kx - pad;
+                        if (yy >= 0 && yy < h && xx >= 0 && xx < h)
+                            acc += (double)(x[yy * h + xx] - xz) * (w[ky * 5 + kx] - wz);
+                    }
+                want[i * oh + j] = requant(acc, xs, ws, ys, yz);
+            }
+        ts_tensor *in[8] = {tensor(dev, TS_U8, TS_SHAPE(1, 1, h, h), x),
+                            par[0],
+                            par[1],
+                            par[2],
+                            par[3],
+                            par[4],
+                            par[5],
+                            par[6]};
+        ts_tensor *y = NULL;
+        CHECK(run(m, 8, in, 1, &y));
+        check_values(y, TS_U8, TS_SHAPE(1, 1, oh, oh), want, NULL, "QLinearConv at a new size");
+    }
+    ts_module_free(m);
+    model_free();
+    ts_scope_end();
+}
+
+/* x -> Q -> DQ -> GlobalAveragePool -> Q -> DQ -> Flatten -> Q -> DQ -> y, the parameters
+ * initializers: the load fuses DQ -> GlobalAveragePool -> Q into ORT's QLinearGlobalAveragePool
+ * (src/onnx/rewrite_qdq.c) and drops the DQ / Q pair around Flatten (of one scale and zero point);
+ * y is checked against MLAS's formula (int32 channel sums, float32 requantization). With
+ * mixed the pool's Q has another 8-bit type than its DQ: the pool does not fuse (ORT's rule); with
+ * flat_other the Q after Flatten has another scale: that pair stays. */
+static int count_graph_op(ts_module *m, const char *op) {
+    const tso_graph *g = ((tso_model *)m)->graph;
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += !strcmp(g->nodes[i].op_type, op);
+    return k;
+}
+
+static void test_qdq_global_pool(ts_device dev, bool s8, bool mixed, bool flat_other) {
+    ts_scope_begin();
+    enum { C = 5, H = 3, W = 4 };
+    const float s0 = 0.05f, s1 = 0.0125f;
+    const int32_t z0 = s8 ? -3 : 120, z1 = s8 ? 7 : 60;
+    model *b = model_new("QuantizeLinear", "", 13, "x s0 z0", "q0");
+    b->g.n_input = 1;                 /* x alone: the parameters are initializers */
+    b->g.output[0]->name = text("y"); /* the last node's output */
+    add_node(b, "DequantizeLinear", "", "q0 s0 z0", "d0");
+    add_node(b, "GlobalAveragePool", "", "d0", "p");
+    add_node(b, "QuantizeLinear", "", "p s1 z1", "q1");
+    add_node(b, "DequantizeLinear", "", "q1 s1 z1", "d1");
+    add_node(b, "Flatten", "", "d1", "f");
+    add_node(b, "QuantizeLinear", "", flat_other ? "f s2 z1" : "f s1 z1", "q2");
+    add_node(b, "DequantizeLinear", "", flat_other ? "q2 s2 z1" : "q2 s1 z1", "y");
+    init_f32(b, "s0", 1, &s0);
+    init_8bit(b, "z0", s8, 1, &z0);
+    init_f32(b, "s1", 1, &s1);
+    init_8bit(b, "z1", s8 != mixed, 1, &z1);
+    const float s2 = s1 * 1.5f;
+    if (flat_other) init_f32(b, "s2", 1, &s2);
+    ts_module *m = load(b, dev);
+    CHECK(m != NULL);
+    if (!m) {
+        model_free();
+        ts_scope_end();
+        return;
+    }
+    CHECK_EQ(count_graph_op(m, "QDQGlobalAveragePool"), mixed ? 0 : 1);
+    CHECK_EQ(count_graph_op(m, "GlobalAveragePool"), mixed ? 1 : 0);
+    CHECK_EQ(count_graph_op(m, "DequantizeLinear"),
+             (mixed ? 2 : 1) + flat_other); /* mixed: d0 and y */
+    float x[2 * C * H * W];
+    for (int i = 0; i < 2 * C * H * W; i++) x[i] = (float)(next_value() * 8.0);
+    x[3] = 1e9f, x[4] = -1e9f; /* saturating bytes */
+    ts_tensor *y = NULL;
+    CHECK(run(m, 1, (ts_tensor *[]){tensor(dev, TS_F32, TS_SHAPE(2, C, H, W), x)}, 1, &y));
+    if (!mixed && !flat_other) {
+        const int lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+        double want[2 * C];
+        const float scale = s0 / (s1 * (float)(H * W));
+        for (int nc = 0; nc < 2 * C; nc++) {
+            int64_t acc = 0;
+            for (int p = 0; p < H * W; p++) {
+                double q = rint((double)(x[nc * H * W + p] / s0)) + z0;
+                acc += (int64_t)(q < lo ? lo : q > hi ? hi : q) - z0;
+            }
+            double v = rint((double)((float)acc * scale)) + z1;
+            v = v < lo ? lo : v > hi ? hi : v;
+            want[nc] = (double)((float)(v - z1) * s1);
+        }
+        check_values(y, TS_F32, TS_SHAPE(2, C), want, NULL, "QDQ GlobalAveragePool");
+    }
+    ts_module_free(m);
+    model_free();
+    ts_scope_end();
+}
+
 /* ------------------------------------------------------------------ errors */
 static void test_load_errors(void) {
     model *b = model_new("ConvInteger", "", 10, "x w", "y");
@@ -246,6 +371,11 @@ static void on_device(ts_device dev) {
     test_qlinear_matmul(dev);
     test_qlinear_conv(dev, false);
     test_qlinear_conv(dev, true);
+    test_qlinear_conv_shapes(dev);
+    test_qdq_global_pool(dev, false, false, false);
+    test_qdq_global_pool(dev, true, false, false);
+    test_qdq_global_pool(dev, false, true, false);
+    test_qdq_global_pool(dev, false, false, true);
     test_run_errors(dev);
 }
 

@@ -11,9 +11,9 @@
  * s_g sum_k |xq| (|q| + zp_g), units = ceil(K / 128) (the lanes' fma chains are units long, then
  * the tree of 4, sx and the bias: depth units + 6). int4 scales either all float16 values (the
  * kernels read the float16 copy: kinds 4, 5) or not (float32: kinds 3, 6; exact cases 2^-26 /
- * 2^-27, below float16's range). Each case on the portable kernel and on AVX512-VNNI (when the
- * host has it): both against the reference, and the two bit for bit equal (the contract:
- * include/tessera/quant.h). */
+ * 2^-27, below float16's range). Each case on the portable kernel and on each vector kernel the
+ * host has (AVX2, AVX-VNNI, AVX512-VNNI): each against the reference, and all bit for bit equal
+ * (the contract: include/tessera/quant.h). */
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -155,9 +155,17 @@ static bool check(const wcase *c, const float *x, const float *b, int64_t M, con
     return ok;
 }
 
+/* the kernels run: 0 portable, then each int8 GEMM kind the host has above it (AVX2, AVX-VNNI,
+ * AVX512-VNNI: tsi_qgemm_kind_cap forces each) */
 static int n_isa = 1;
-static void set_isa(int i) { /* 0 portable, 1 the best the host has (VNNI where it has it) */
+static tsi_qgemm_kind isa_kind[4] = {TSI_QGEMM_PORTABLE};
+static void set_isa(int i) {
     atomic_store(&tsi_cpu_isa_chosen, i == 0 ? TS_ISA_GENERIC : (int)tsi_cpu_isa_host());
+    atomic_store(&tsi_qgemm_kind_cap, (int)isa_kind[i]);
+}
+static void reset_isa(void) {
+    atomic_store(&tsi_cpu_isa_chosen, -1);
+    atomic_store(&tsi_qgemm_kind_cap, (int)TSI_QGEMM_AVX512VNNI);
 }
 
 /* one weight kind and shape on both paths: each against the reference, and the two compared */
@@ -177,25 +185,25 @@ static void case_one(int kind, int64_t M, int64_t N, int64_t K, int64_t gs, bool
     ts_tensor *xt = ts_tensor_f32(TS_SHAPE(M, K), x, (ts_opts){0});
     ts_tensor *bt = ts_tensor_f32(TS_SHAPE(N), b, (ts_opts){0});
     CHECK_OK();
-    float *ys[2] = {NULL, NULL};
+    float *ys[4] = {NULL, NULL, NULL, NULL};
     char what[160];
     for (int wb = 0; wb < 2; wb++)
         for (int i = 0; i < n_isa; i++) {
             set_isa(i);
             free(ys[i]);
             snprintf(what, sizeof what, "%s kind %d M %lld N %lld K %lld gs %lld bias %d %s",
-                     i ? "vnni" : "portable", kind, (long long)M, (long long)N, (long long)K,
-                     (long long)gs, wb, exact ? "exact" : "random");
+                     tsi_qgemm_kind_name(isa_kind[i]), kind, (long long)M, (long long)N,
+                     (long long)K, (long long)gs, wb, exact ? "exact" : "random");
             ts_tensor *y = ts_int8_dynamic_activation_linear(xt, c.w, wb ? bt : NULL);
             CHECK_OK();
             CHECK(y && ts_ndim(y) == 2 && ts_size(y, 0) == M && ts_size(y, 1) == N);
             ys[i] = host(y);
             CHECK(check(&c, x, wb ? b : NULL, M, ys[i], exact, what));
-            if (i == 1) /* the same integers and float32 steps: equal bits */
-                CHECK(memcmp(ys[0], ys[1], (size_t)(M * N) * sizeof(float)) == 0);
+            if (i >= 1) /* the same integers and float32 steps: equal bits */
+                CHECK(memcmp(ys[0], ys[i], (size_t)(M * N) * sizeof(float)) == 0);
         }
-    for (int i = 0; i < 2; i++) free(ys[i]);
-    atomic_store(&tsi_cpu_isa_chosen, -1);
+    for (int i = 0; i < 4; i++) free(ys[i]);
+    reset_isa();
     free(x), free(b);
     free_w(&c);
     ts_scope_end();
@@ -268,7 +276,7 @@ static void act_rule(void) {
         for (int n = 0; n < 2 * K; n++) CHECK(isnan(y[4 * K + n]));
         free(y);
     }
-    atomic_store(&tsi_cpu_isa_chosen, -1);
+    reset_isa();
     ts_scope_end();
 }
 
@@ -351,10 +359,15 @@ static void refusals(void) {
 }
 
 int main(void) {
-    n_isa = 2;
-    fprintf(stderr, "test_qdynamic_act: VNNI %s\n",
-            tsi_qgemm_vnni_available() ? "on this host (both paths run)"
-                                       : "absent (the portable path runs twice)");
+    atomic_store(&tsi_cpu_isa_chosen, (int)tsi_cpu_isa_host());
+    for (int k = TSI_QGEMM_AVX2; k <= TSI_QGEMM_AVX512VNNI; k++) {
+        atomic_store(&tsi_qgemm_kind_cap, k);
+        if (tsi_qgemm_kind_get() == (tsi_qgemm_kind)k) isa_kind[n_isa++] = (tsi_qgemm_kind)k;
+    }
+    reset_isa();
+    fprintf(stderr, "test_qdynamic_act: kernels");
+    for (int i = 0; i < n_isa; i++) fprintf(stderr, " %s", tsi_qgemm_kind_name(isa_kind[i]));
+    fprintf(stderr, " (int4 weights: portable below avx512vnni)\n");
     recipe();
     act_rule();
     shapes();

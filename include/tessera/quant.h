@@ -103,6 +103,23 @@ TS_API ts_tensor *ts_dynamic_quantized_linear(ts_tensor *x, ts_tensor *w, ts_ten
 TS_API ts_tensor *ts_dynamic_quantize_linear(ts_tensor *x, ts_tensor **scale,
                                              ts_tensor **zero_point);
 
+/* ONNX's QuantizeLinear of float32 on the cpu: y = saturate(round_half_even(x / scale) +
+ * zero_point) as zero_point's type (uint8 or int8; NULL: uint8, zero point 0), x / scale one
+ * float32 division; a NaN gives 0, +-inf the range's end. scale (float32) and zero_point: one
+ * value, or 1-D with one per element of x's dim axis (negative: from the end). The bytes of the
+ * ONNX importer's composed route; other dtypes and devices take that route (TS_ERR_DTYPE /
+ * TS_ERR_UNSUPPORTED here). */
+TS_API ts_tensor *ts_quantize_linear(ts_tensor *x, ts_tensor *scale, ts_tensor *zero_point,
+                                     int axis);
+
+/* com.microsoft's QLinearGlobalAveragePool as ONNX Runtime 1.32's MLAS computes it: x [N, C,
+ * spatial...] uint8 / int8 (any strides) -> y [N, C, 1, ...] of x's type; per image and channel
+ * acc = the sum of x less x_zp * size (wrapped to int32), y = saturate(round_half_even((float)acc
+ * * (x_scale / (y_scale * (float)size))) + y_zp), each step in float32. Image sizes from 2^24 and
+ * ratios outside [2^-32, 256): TS_ERR_UNSUPPORTED, as MLAS refuses them. */
+TS_API ts_tensor *ts_qlinear_global_average_pool(ts_tensor *x, float x_scale, int64_t x_zp,
+                                                 float y_scale, int64_t y_zp);
+
 /* ONNX's MatMulInteger -> Cast(float) -> Mul(a_scale * b_scale) [-> Add(bias)] in one call (ONNX
  * Runtime's com.microsoft MatMulIntegerToFloat): a uint8 / int8 [.., K] (plain bytes), b uint8 /
  * int8 [K, N] (read where it lies; a constant b's packed form is cached across calls); a_scale

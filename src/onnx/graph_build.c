@@ -442,6 +442,8 @@ static bool add_initializers(builder *b) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         int v = add_value(b, tp->name, top ? TSO_V_PARAM : TSO_V_CONST, "initializer");
         if (v < 0) return false;
+        if (tp->data_type == TSO_ONNX_INT4 || tp->data_type == TSO_ONNX_UINT4)
+            b->g->values[v].onnx_type = tp->data_type; /* QuantizeLinear's 4-bit range */
         /* top-level initializers become the module's tensors (load.c); a sub-graph's are its own
          * constants */
         if (!top) {
@@ -532,6 +534,7 @@ static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp
     if (!sort_nodes(&b, produced_by)) goto done;
     for (int k = 0; k < g->n_nodes; k++) {
         tso_node *n = &g->nodes[k];
+        if (!tso_opset_gate(n)) goto done;
         if (n->def->check && !n->def->check(n)) goto done;
     }
     if (!tso_check_container_uses(g, where)) goto done;

@@ -116,6 +116,14 @@ ts_tensor *tso_attr_tensor(const tso_node *n, const char *name, ts_device dev, b
     const Onnx__AttributeProto *a = tso_attr(n, name);
     if (present) *present = a && a->t;
     if (!a || !a->t) return NULL;
+    if (a->t->data_type == TSO_ONNX_INT4 || a->t->data_type == TSO_ONNX_UINT4) {
+        /* held as int8 / uint8, a 4-bit zero point would lose its range: initializers only */
+        tso_fail(n, TS_ERR_UNSUPPORTED,
+                 "attribute %s: a %s tensor (4-bit values are read from "
+                 "initializers only)",
+                 name, tso_onnx_type_name(a->t->data_type));
+        return NULL;
+    }
     ts_tensor *t = tso_tensor_from_proto(a->t, NULL, dev, name);
     if (!t) {
         tso_fail_pending(n);

@@ -21,7 +21,7 @@
 #define TSO_MAX_ATTR_LIST    (1 << 20)
 #define TSO_MAX_NAME         4096
 #define TSO_OPSET_MIN        1
-#define TSO_OPSET_MAX        17 /* what Debian's onnx 1.12 defines */
+#define TSO_OPSET_MAX        21 /* opsets 18-21: each change is gated (opset_gate.c) */
 
 typedef enum tso_value_kind {
     TSO_V_INPUT = 1, /* a graph input */
@@ -40,6 +40,7 @@ typedef struct tso_value {
     bool pinned;         /* read by a sub-graph: kept until the graph's run ends */
     ts_tensor *tensor;   /* TSO_V_PARAM: the module's tensor (borrowed); TSO_V_CONST: owned */
     ts_tensor *dev_copy; /* TSO_V_CONST: the copy on the device last run on (owned) */
+    int32_t onnx_type;   /* an initializer's INT4 / UINT4 (held as int8 / uint8), else 0 */
 } tso_value;
 
 struct tso_graph;
@@ -150,6 +151,11 @@ const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any);
 /* for the graph rewrites: n is the default domain's operator op (another domain may reuse the
  * name), and value v's tensor when it is known at load (an initializer or a constant) or NULL */
 bool tso_is_op(const tso_node *n, const char *op);
+/* opset_gate.c: false with the error naming the node when n's opset is past its row and ONNX
+ * changed the operator in between in a way the row does not implement (or the node uses it) */
+bool tso_opset_gate(const tso_node *n);
+/* the gate's list: entry i's operator and version; returns the count */
+int tso_opset_changes(const char **op, int *version, int i);
 ts_tensor *tso_known(const tso_graph *g, int v);
 
 /* ------------------------------------------------------------------ attributes */
@@ -209,6 +215,10 @@ int tso_attr_choice(const tso_node *n, const char *name, const char *def,
                     const char *const *choices, int count);
 /* a new i64 tensor on the context's device from host values */
 ts_tensor *tso_ints_tensor(tso_ctx *c, const int64_t *v, int count, bool as_vector);
+/* ONNX's 4-bit integers (past Debian's onnx 1.12 enum): an initializer of these is held one value
+ * a byte as int8 / uint8 (tso_tensor_from_proto), its value's onnx_type saying which */
+#define TSO_ONNX_UINT4 21
+#define TSO_ONNX_INT4  22
 /* ONNX's element type -> Tessera's dtype (TS_DTYPE_DEFAULT when Tessera lacks it) and names */
 ts_dtype tso_dtype_from_onnx(int32_t t);
 int32_t tso_dtype_to_onnx(ts_dtype d);

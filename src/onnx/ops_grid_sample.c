@@ -14,14 +14,16 @@ static int pick(const char *v, const char *const *names, int count) {
 }
 
 static const char *const GS_MODES[] = {"bilinear", "nearest", "bicubic"};
+static const char *const GS_MODES20[] = {"linear", "nearest", "cubic"}; /* opset 20's names */
 static const char *const GS_PADS[] = {"zeros", "border", "reflection"};
 
 static bool gs_options(const tso_node *n, ts_grid_mode *mode, ts_grid_padding *pad) {
     char b1[32], b2[32];
-    const char *m = tso_attr_string(n, "mode", "bilinear", b1, sizeof b1);
+    const bool v20 = n->opset >= 20;
+    const char *m = tso_attr_string(n, "mode", v20 ? "linear" : "bilinear", b1, sizeof b1);
     const char *p = tso_attr_string(n, "padding_mode", "zeros", b2, sizeof b2);
-    int im = pick(m, GS_MODES, 3), ip = pick(p, GS_PADS, 3);
-    if (im < 0) return tso_fail(n, TS_ERR_UNSUPPORTED, "mode '%s'", m);
+    int im = pick(m, v20 ? GS_MODES20 : GS_MODES, 3), ip = pick(p, GS_PADS, 3);
+    if (im < 0) return tso_fail(n, TS_ERR_UNSUPPORTED, "mode '%s' at opset %d", m, n->opset);
     if (ip < 0) return tso_fail(n, TS_ERR_UNSUPPORTED, "padding_mode '%s'", p);
     *mode = (ts_grid_mode)im;
     *pad = (ts_grid_padding)ip;
@@ -42,7 +44,9 @@ TSO_RUN(run_grid_sample) {
     if (!gs_options(n, &mode, &pad)) return false;
     bool align = tso_attr_int(n, "align_corners", 0) != 0;
     if (ts_ndim(x) != 4)
-        return tso_fail(n, TS_ERR_UNSUPPORTED, "GridSample needs X [N, C, H, W], got %s",
+        return tso_fail(n, TS_ERR_UNSUPPORTED,
+                        "GridSample needs X [N, C, H, W], got %s (opset 20's N-d sampling is not "
+                        "implemented)",
                         tsi_desc(x));
     ts_dtype xdt = ts_dtype_of(x);
     if (mode != TS_GRID_NEAREST && !ts_dtype_is_floating(xdt))
@@ -56,5 +60,6 @@ TSO_RUN(run_grid_sample) {
 
 const tso_op_def tso_ops_grid_sample[] = {
     {"GridSample", 16, run_grid_sample, check_grid_sample, false},
+    {"GridSample", 20, run_grid_sample, check_grid_sample, false}, /* modes renamed */
     {NULL, 0, NULL, NULL, false},
 };

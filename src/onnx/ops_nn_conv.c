@@ -73,8 +73,8 @@ static bool check_spatial(const tso_node *n, bool need_kernel, bool dilations) {
     int nd = tso_attr_ints(n, "dilations", &d);
     for (int i = 0; !dilations && i < nd; i++)
         if (d[i] != 1)
-            return tso_fail(n, TS_ERR_UNSUPPORTED,
-                            "dilations are not defined for %s before opset 19", n->op_type);
+            return tso_fail(n, TS_ERR_UNSUPPORTED, "dilations are not defined for %s at opset %d",
+                            n->op_type, n->opset);
     return true;
 }
 
@@ -486,6 +486,7 @@ static ts_tensor *avg_pool(ts_tensor *x, const geom *g, bool include_pad) {
     return share ? ts_div(sum, share) : NULL;
 }
 
+/* dilations (opset 19) are refused: ts_avg_pool2d has none */
 TSO_NN_CHECK(tso_nn_check_avg_pool) { return check_spatial(n, true, false); }
 
 TSO_NN_RUN(tso_nn_run_avg_pool) {
@@ -606,7 +607,7 @@ TSO_NN_RUN(tso_nn_run_max_pool) {
 
 /* LpPool: (sum over the window of |x|^p)^(1/p), the pads adding zeros */
 TSO_NN_CHECK(tso_nn_check_lp_pool) {
-    if (!check_spatial(n, true, false)) return false;
+    if (!check_spatial(n, true, false)) return false; /* dilations (opset 18): refused */
     if (tso_attr_float(n, "p", 2.0f) <= 0)
         return tso_fail(n, TS_ERR_FORMAT, "p must be positive, got %g",
                         tso_attr_float(n, "p", 2.0f));

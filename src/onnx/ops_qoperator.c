@@ -45,6 +45,7 @@ static bool check_one(const tso_node *n, ts_tensor *t, const char *what) {
 
 /* one zero point (uint8 / int8 / int64) to the host */
 static bool read_zp(const tso_node *n, ts_tensor *t, int64_t *v, const char *what) {
+    if (tso_q_host_byte(t, v)) return true; /* one cpu byte: read where it lies */
     ts_tensor *t64 = ts_to_dtype(t, TS_I64);
     return t64 ? tso_read_int(n, t64, v, what) : tso_fail_pending(n);
 }
@@ -52,15 +53,18 @@ static bool read_zp(const tso_node *n, ts_tensor *t, int64_t *v, const char *wha
 /* a zero point or scale t of count values (1, or len: one per row / column / channel) as a flat
  * vector; NULL with the error naming `what` otherwise. A vector [len] or an N-D tensor whose only
  * dim past 1 is len is accepted. */
-static ts_tensor *flat_param(const tso_node *n, ts_tensor *t, int64_t len, const char *what,
-                             const char *per) {
+static bool flat_fits(const tso_node *n, ts_tensor *t, int64_t len, const char *what,
+                      const char *per) {
     int64_t c = ts_numel(t);
     int big = 0;
     for (int d = 0; d < ts_ndim(t); d++) big += ts_size(t, d) != 1;
-    if (c == 1 || (c == len && big <= 1)) return ts_reshape(t, TS_SHAPE(c));
-    tso_fail(n, TS_ERR_SHAPE, "%s %s does not fit: one value or one per %s (%lld) expected", what,
-             tsi_desc(t), per, (long long)len);
-    return NULL;
+    if (c == 1 || (c == len && big <= 1)) return true;
+    return tso_fail(n, TS_ERR_SHAPE, "%s %s does not fit: one value or one per %s (%lld) expected",
+                    what, tsi_desc(t), per, (long long)len);
+}
+static ts_tensor *flat_param(const tso_node *n, ts_tensor *t, int64_t len, const char *what,
+                             const char *per) {
+    return flat_fits(n, t, len, what, per) ? ts_reshape(t, TS_SHAPE(ts_numel(t))) : NULL;
 }
 
 /* the weight w [N, K] (uint8 / int8) with its zero points (NULL: 0; 1 or N values) as a qint8
@@ -348,6 +352,12 @@ typedef struct qconv_state {
     ts_tensor *sc[3], *mult;
     uint64_t scv[3];
     uintptr_t scd[3];
+    /* the options tso_nn_conv2d_setup read for a 2-D input of shape gx and a weight of shape gw
+     * that it left as they were (no padding of its own): the attributes are the node's, so the
+     * two shapes key them (geom_ok false until read) */
+    bool geom_ok;
+    ts_shape gx, gw;
+    ts_conv2d_opts geom;
 } qconv_state;
 
 static void qconv_state_free(void *p) {
@@ -360,24 +370,32 @@ static void qconv_state_free(void *p) {
 
 static pthread_mutex_t qconv_state_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in, ts_tensor *ws,
-                               ts_tensor *wzp) {
+/* the node's cached weight for these inputs (retained), NULL when there is none */
+static ts_tensor *node_qweight_cached(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in) {
     tso_node *nm = (tso_node *)n; /* the state is the node's own cache */
     ts_tensor *q = NULL;
     pthread_mutex_lock(&qconv_state_lock);
-    qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    const qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
     const uintptr_t zd = zp_in ? ts_data_ptr(zp_in) : 0; /* no zero point: none */
     if (s && s->w == w_in && s->zp == zp_in && s->wv == ts_version(w_in) &&
         s->zv == ts_version(zp_in) && s->wd == ts_data_ptr(w_in) && s->zd == zd)
         q = ts_retain(s->qw);
     pthread_mutex_unlock(&qconv_state_lock);
+    return q;
+}
+
+static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in, ts_tensor *ws,
+                               ts_tensor *wzp) {
+    tso_node *nm = (tso_node *)n;
+    ts_tensor *q = node_qweight_cached(n, w_in, zp_in);
     if (q) return q;
     q = qweight(n, ts_contiguous(ws), wzp); /* the scope's */
     if (!q || (nm->state && nm->free_state != qconv_state_free)) return ts_retain(q);
     qconv_state *f = malloc(sizeof *f);
     if (!f) return ts_retain(q);
     *f = (qconv_state){.w = ts_retain(w_in), .zp = ts_retain(zp_in), .qw = ts_retain(q)};
-    f->wv = ts_version(w_in), f->zv = ts_version(zp_in), f->wd = ts_data_ptr(w_in), f->zd = zd;
+    f->wv = ts_version(w_in), f->zv = ts_version(zp_in), f->wd = ts_data_ptr(w_in);
+    f->zd = zp_in ? ts_data_ptr(zp_in) : 0;
     pthread_mutex_lock(&qconv_state_lock);
     qconv_state *old = nm->free_state == qconv_state_free ? nm->state : NULL;
     nm->state = f;
@@ -387,10 +405,32 @@ static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp
     return ts_retain(q);
 }
 
-/* The multiplier x_scale * w_scale / y_scale (sw: w_scale flat), as a reference the caller
- * releases: the node's cached one while the three scales are the same tensors with the same data
- * and versions (made at the first run after node_qweight made the node's state). */
-static ts_tensor *node_mult(const tso_node *n, ts_tensor *const *in, ts_tensor *sw) {
+/* the node's cached convolution options for x and w (false: none cached for these shapes) */
+static bool node_geom_get(const tso_node *n, ts_tensor *x, ts_tensor *w, ts_conv2d_opts *o) {
+    tso_node *nm = (tso_node *)n;
+    pthread_mutex_lock(&qconv_state_lock);
+    const qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    const bool hit = s && s->geom_ok && tsi_shape_equal(s->gx, ts_shape_of(x)) &&
+                     tsi_shape_equal(s->gw, ts_shape_of(w));
+    if (hit) *o = s->geom;
+    pthread_mutex_unlock(&qconv_state_lock);
+    return hit;
+}
+
+/* kept in the node's state once node_qweight has made it */
+static void node_geom_put(const tso_node *n, ts_tensor *x, ts_tensor *w, const ts_conv2d_opts *o) {
+    tso_node *nm = (tso_node *)n;
+    pthread_mutex_lock(&qconv_state_lock);
+    qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    if (s) s->geom_ok = true, s->gx = ts_shape_of(x), s->gw = ts_shape_of(w), s->geom = *o;
+    pthread_mutex_unlock(&qconv_state_lock);
+}
+
+/* The multiplier x_scale * w_scale / y_scale (w_scale flat: one value or mo, checked), as a
+ * reference the caller releases: the node's cached one while the three scales are the same tensors
+ * with the same data and versions (made at the first run after node_qweight made the node's
+ * state). */
+static ts_tensor *node_mult(const tso_node *n, ts_tensor *const *in, int64_t mo) {
     tso_node *nm = (tso_node *)n;
     ts_tensor *const sc[3] = {in[1], in[4], in[6]};
     ts_tensor *m = NULL;
@@ -403,6 +443,8 @@ static ts_tensor *node_mult(const tso_node *n, ts_tensor *const *in, ts_tensor *
     if (same) m = ts_retain(s->mult);
     pthread_mutex_unlock(&qconv_state_lock);
     if (m) return m;
+    ts_tensor *sw = flat_param(n, in[4], mo, "w_scale", "output channel");
+    if (!sw) return NULL;
     m = ts_div(
         ts_mul(ts_reshape(in[1], TS_SHAPE()), ts_numel(sw) == 1 ? ts_reshape(sw, TS_SHAPE()) : sw),
         ts_reshape(in[6], TS_SHAPE())); /* the scope's */
@@ -425,23 +467,26 @@ static ts_tensor *node_mult(const tso_node *n, ts_tensor *const *in, ts_tensor *
 /* QLinearConv in one call of ts_qlinear_conv2d (the int8 kernels, ORT's float32 requantization),
  * when the pads are symmetric (ONNX's asymmetric pads would pad x with 0, not x_zp: those take
  * int_conv's route, *done left false). sw: w_scale flat. */
-static bool direct_qconv(const tso_node *n, ts_tensor *const *in, ts_tensor *b, ts_tensor *sw,
-                         bool relu, ts_tensor **out, bool *done) {
+static bool direct_qconv(const tso_node *n, ts_tensor *const *in, ts_tensor *b, bool relu,
+                         ts_tensor **out, bool *done) {
     ts_tensor *x = in[0], *w = in[3];
     if (ts_ndim(x) < 3 || ts_ndim(w) != ts_ndim(x) || ts_ndim(x) > 4)
         return true; /* int_conv's errors */
     int64_t mo = ts_size(w, 0), z = 0, yz = 0;
     if (!check_one(n, in[2], "x_zero_point")) return false;
-    ts_tensor *wzp = flat_param(n, in[5], mo, "w_zero_point", "output channel");
-    if (!wzp || !read_zp(n, in[2], &z, "x_zero_point") || !read_zp(n, in[7], &yz, "y_zero_point"))
+    if (!flat_fits(n, in[5], mo, "w_zero_point", "output channel") ||
+        !read_zp(n, in[2], &z, "x_zero_point") || !read_zp(n, in[7], &yz, "y_zero_point"))
         return false;
     ts_tensor *xs = x, *ws = w;
     ts_conv2d_opts o;
-    bool one_d;
-    if (!tso_nn_conv2d_setup(n, &xs, &ws, &o, &one_d)) return false;
-    if (ts_size(xs, ts_ndim(xs) - 1) != ts_size(x, ts_ndim(x) - 1) ||
-        (!one_d && ts_size(xs, 2) != ts_size(x, 2)))
-        return true; /* padded here with 0: not x_zp */
+    bool one_d = false;
+    if (!node_geom_get(n, x, w, &o)) { /* the attributes read once per node and shapes */
+        if (!tso_nn_conv2d_setup(n, &xs, &ws, &o, &one_d)) return false;
+        if (ts_size(xs, ts_ndim(xs) - 1) != ts_size(x, ts_ndim(x) - 1) ||
+            (!one_d && ts_size(xs, 2) != ts_size(x, 2)))
+            return true; /* padded here with 0: not x_zp */
+        if (!one_d && xs == x && ws == w) node_geom_put(n, x, w, &o);
+    }
     /* channels_last where the device prefers it (decision 0053): the output follows the input's
      * format, so only a chain's first convolution transposes (an NCHW input as the kernel pads
      * it, other strides by a copy); the bytes are viewed, not copied */
@@ -449,8 +494,13 @@ static bool direct_qconv(const tso_node *n, ts_tensor *const *in, ts_tensor *b, 
     const bool cl = !one_d && ts_ndim(xs) == 4 && tsi_qconv_prefers_channels_last(xs);
     if (cl && !ts_is_contiguous(xs)) xl = ts_contiguous_format(xs, TS_CHANNELS_LAST);
     ts_tensor *qx = xl ? tsi_quantized_view("qlinear_conv2d", xl, 1.0, z) : NULL;
-    ts_tensor *qw = node_qweight(n, w, in[5], ws, wzp);
-    ts_tensor *mult = qw ? node_mult(n, in, sw) : NULL; /* after the state node_qweight made */
+    /* the flat zero points made only when the node's weight is not cached */
+    ts_tensor *qw = node_qweight_cached(n, w, in[5]);
+    if (!qw) {
+        ts_tensor *wzp = flat_param(n, in[5], mo, "w_zero_point", "output channel");
+        qw = wzp ? node_qweight(n, w, in[5], ws, wzp) : NULL;
+    }
+    ts_tensor *mult = qw ? node_mult(n, in, mo) : NULL; /* after the state node_qweight made */
     if (!mult || !qx || !qw) return ts_release(qw), ts_release(mult), tso_fail_pending(n);
     const int64_t st[2] = {o.stride[0], o.stride[1]}, pd[2] = {o.padding[0], o.padding[1]},
                   dl[2] = {o.dilation[0], o.dilation[1]};
@@ -478,11 +528,12 @@ bool tso_q_run_linear_conv(const tso_node *n, ts_tensor *const *in, ts_tensor **
     if (b && (ts_dtype_of(b) != TS_I32 || ts_ndim(b) != 1 || ts_size(b, 0) != mo))
         return tso_fail(n, TS_ERR_SHAPE, "the bias B must be int32 [%lld], got %s", (long long)mo,
                         tsi_desc(b));
+    if (!flat_fits(n, in[4], mo, "w_scale", "output channel")) return false;
+    bool done = false;
+    if (!direct_qconv(n, in, b, relu, out, &done)) return false;
+    if (done) return true;
     ts_tensor *sw = flat_param(n, in[4], mo, "w_scale", "output channel");
     if (!sw) return false;
-    bool done = false;
-    if (!direct_qconv(n, in, b, sw, relu, out, &done)) return false;
-    if (done) return true;
     ts_tensor *acc = int_conv(n, in[0], in[2], in[3], in[5]);
     if (!acc) return false;
     ts_shape col = tso_nn_along(ts_ndim(acc), 1, mo);

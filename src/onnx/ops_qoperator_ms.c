@@ -41,6 +41,7 @@ static bool read_f(const tso_node *n, ts_tensor *t, float *v, const char *what) 
 
 static bool read_z(const tso_node *n, ts_tensor *t, int64_t *v, const char *what) {
     if (!t) return *v = 0, true;
+    if (tso_q_host_byte(t, v)) return true; /* one cpu byte: read where it lies */
     ts_tensor *t64 = ts_to_dtype(t, TS_I64);
     return t64 ? tso_read_int(n, t64, v, what) : tso_fail_pending(n);
 }
@@ -111,5 +112,6 @@ const tso_op_def tso_ops_ms[] = {
     {"QLinearSigmoid", 1, tso_qms_run_sigmoid, NULL, false},
     {"QLinearLeakyRelu", 1, tso_qms_run_leaky_relu, NULL, false},
     {"QLinearConcat", 1, tso_qms_run_concat, NULL, false},
+    {"QLinearSoftmax", 1, tso_qms_run_softmax, NULL, false},
     {NULL, 0, NULL, NULL, false},
 };

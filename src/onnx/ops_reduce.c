@@ -107,6 +107,27 @@ static ts_tensor *reduce_core(red_kind k, ts_tensor *x, ts_dims d, bool keep) {
     return NULL;
 }
 
+/* ReduceMax / ReduceMin over an empty set (opset 18's definition; earlier opsets leave it
+ * undefined): -inf / +inf, false / true for bool; the integers' limits are not implemented. */
+static bool empty_extreme(const tso_node *n, ts_tensor *x, ts_dims d, bool keep, red_kind k,
+                          ts_tensor **out) {
+    ts_dtype dt = ts_dtype_of(x);
+    bool max = k == R_MAX;
+    double v = dt == TS_BOOL ? (max ? 0.0 : 1.0) : max ? -INFINITY : INFINITY;
+    if (dt != TS_BOOL && !ts_dtype_is_floating(dt))
+        return tso_fail(n, TS_ERR_UNSUPPORTED, "%s of the empty %s (an integer type's limit)",
+                        n->op_type, tsi_desc(x));
+    bool red[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < d.n; i++) red[d.d[i]] = true;
+    ts_shape in = ts_shape_of(x), s = {.ndim = 0};
+    for (int i = 0; i < in.ndim; i++)
+        if (!red[i])
+            s.dims[s.ndim++] = in.dims[i];
+        else if (keep)
+            s.dims[s.ndim++] = 1;
+    TSO_DONE(ts_full(s, v, tso_opts_of(x, dt)));
+}
+
 /* ONNX's reductions keep the input's type. Those whose value is fractional (mean, L2, the logs) run
  * on integers in float64 and are truncated back, as NumPy's astype in ONNX's reference; the others
  * run on the integers themselves (Tessera's integer sums are int64, cast back). */
@@ -120,6 +141,7 @@ static bool reduce(const tso_node *n, ts_tensor *const *in, ts_tensor **out, red
     bool keep = tso_attr_int(n, "keepdims", 1) != 0;
     ts_dtype dt = ts_dtype_of(x);
     bool fractional = k == R_MEAN || k == R_L2 || k == R_LOG_SUM || k == R_LOG_SUM_EXP;
+    if ((k == R_MAX || k == R_MIN) && ts_numel(x) == 0) return empty_extreme(n, x, d, keep, k, out);
     ts_tensor *src = x;
     if (fractional && !ts_dtype_is_floating(dt)) src = ts_to_dtype(x, TS_F64);
     ts_tensor *r = src ? reduce_core(k, src, d, keep) : NULL;
@@ -143,6 +165,16 @@ REDUCE(run_reduce_l2, R_L2, false)
 REDUCE(run_reduce_log_sum, R_LOG_SUM, false)
 REDUCE(run_reduce_log_sum_exp, R_LOG_SUM_EXP, false)
 REDUCE(run_reduce_sum_square, R_SUM_SQUARE, false)
+/* opset 18: axes is the optional second input of every reduction (ReduceSum's since 13) */
+REDUCE(run_reduce_mean18, R_MEAN, true)
+REDUCE(run_reduce_max18, R_MAX, true)
+REDUCE(run_reduce_min18, R_MIN, true)
+REDUCE(run_reduce_prod18, R_PROD, true)
+REDUCE(run_reduce_l1_18, R_L1, true)
+REDUCE(run_reduce_l2_18, R_L2, true)
+REDUCE(run_reduce_log_sum18, R_LOG_SUM, true)
+REDUCE(run_reduce_log_sum_exp18, R_LOG_SUM_EXP, true)
+REDUCE(run_reduce_sum_square18, R_SUM_SQUARE, true)
 
 /* ------------------------------------------------------------------ ArgMax / ArgMin */
 /* The index along axis of the first maximum (minimum), or with select_last_index of the last one:
@@ -315,6 +347,15 @@ const tso_op_def tso_ops_reduce[] = {
     {"ReduceLogSum", 1, run_reduce_log_sum, NULL, false},
     {"ReduceLogSumExp", 1, run_reduce_log_sum_exp, NULL, false},
     {"ReduceSumSquare", 1, run_reduce_sum_square, NULL, false},
+    {"ReduceMean", 18, run_reduce_mean18, NULL, false},
+    {"ReduceMax", 18, run_reduce_max18, NULL, false},
+    {"ReduceMin", 18, run_reduce_min18, NULL, false},
+    {"ReduceProd", 18, run_reduce_prod18, NULL, false},
+    {"ReduceL1", 18, run_reduce_l1_18, NULL, false},
+    {"ReduceL2", 18, run_reduce_l2_18, NULL, false},
+    {"ReduceLogSum", 18, run_reduce_log_sum18, NULL, false},
+    {"ReduceLogSumExp", 18, run_reduce_log_sum_exp18, NULL, false},
+    {"ReduceSumSquare", 18, run_reduce_sum_square18, NULL, false},
     {"ArgMax", 1, run_argmax, NULL, false},
     {"ArgMin", 1, run_argmin, NULL, false},
     {"TopK", 1, run_topk1, NULL, false},

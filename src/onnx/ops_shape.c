@@ -279,7 +279,19 @@ TSO_RUN(run_split) {
     int count = input_list(n, in, 1, "split", sizes, parts);
     if (count == -1) count = attr_list_or_default(n, "split", sizes, parts);
     bool ok = count >= -1;
-    if (ok && count < 0) {
+    /* opset 18's num_outputs: parts of ceil(dim / num_outputs), the last one smaller */
+    const bool by_num = n->opset >= 18 && count == -1 && tso_attr(n, "num_outputs");
+    if (ok && by_num) {
+        int64_t num = tso_attr_int(n, "num_outputs", 0);
+        if (num != parts || dim < parts - 1)
+            ok = tso_fail(n, TS_ERR_SHAPE, "num_outputs %lld for %d outputs and dim %d of %s",
+                          (long long)num, parts, axis, tsi_desc(x));
+        int64_t chunk = parts > 0 ? (dim + parts - 1) / parts : 0;
+        for (int i = 0; ok && i < parts; i++) {
+            int64_t left = dim - chunk * i;
+            sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+        }
+    } else if (ok && count < 0) {
         if (dim % parts)
             ok = tso_fail(n, TS_ERR_SHAPE, "dim %d of %s does not split into %d equal parts", axis,
                           tsi_desc(x), parts);
@@ -421,11 +433,12 @@ TSO_RUN(run_tile) {
 }
 
 /* ------------------------------------------------------------------ Pad */
-typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 
+/* wrap is a mode from opset 19 on */
 static bool pad_mode_of(const tso_node *n, pad_mode *m) {
-    static const char *const names[] = {"constant", "reflect", "edge"};
-    int i = tso_attr_choice(n, "mode", "constant", names, 3);
+    static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
+    int i = tso_attr_choice(n, "mode", "constant", names, n->opset >= 19 ? 4 : 3);
     if (i < 0) return false;
     *m = (pad_mode)i;
     return true;
@@ -442,6 +455,11 @@ static bool check_pad(const tso_node *n) {
  * then folded back with min(m, period - m)). */
 static ts_tensor *pad_index(ts_tensor *x, pad_mode m, int64_t dim, int64_t before, int64_t after) {
     ts_opts o = tso_opts_of(x, TS_I64);
+    if (m == PAD_WRAP) { /* periodic with period dim, shifted to count from >= 0 */
+        int64_t shift = (before + dim - 1) / dim * dim;
+        return ts_fmod_scalar(
+            ts_arange((double)(shift - before), (double)(shift + dim + after), 1, o), (double)dim);
+    }
     if (m == PAD_EDGE || dim == 1)
         return ts_clamp(ts_arange((double)-before, (double)(dim + after), 1, o), 0,
                         (double)(dim - 1));
@@ -486,7 +504,10 @@ static bool pad(const tso_node *n, ts_tensor *x, const int64_t *pads, int count,
         if (m != PAD_CONSTANT) {
             if (dim == 0)
                 return tso_fail(n, TS_ERR_SHAPE, "cannot pad the empty dim %d of %s in mode %s", d,
-                                tsi_desc(x), m == PAD_EDGE ? "edge" : "reflect");
+                                tsi_desc(x),
+                                m == PAD_EDGE   ? "edge"
+                                : m == PAD_WRAP ? "wrap"
+                                                : "reflect");
             y = ts_index_select(y, d, pad_index(y, m, dim, before, after));
             continue;
         }
@@ -511,13 +532,30 @@ TSO_RUN(run_pad2) {
     return pad(n, in[0], pads, count, NULL, tso_attr_float(n, "value", 0.0f), out);
 }
 
-/* opset 11 on: pads and constant_value are inputs */
+/* opset 11 on: pads and constant_value are inputs; from 18 the optional axes input names the
+ * dims the pads are for (the others unpadded) */
 TSO_RUN(run_pad11) {
     (void)c;
     int64_t pads[MAX_INTS];
     int count = tso_read_ints(n, in[1], pads, MAX_INTS, "pads");
     if (count < 0) return false;
-    return pad(n, in[0], pads, count, opt_in(n, in, 2), 0, out);
+    ts_tensor *axes_in = n->opset >= 18 ? opt_in(n, in, 3) : NULL;
+    if (!axes_in) return pad(n, in[0], pads, count, opt_in(n, in, 2), 0, out);
+    int64_t axes[TS_MAX_DIMS + 1], full[2 * TS_MAX_DIMS] = {0};
+    int na = tso_read_ints(n, axes_in, axes, TS_MAX_DIMS + 1, "axes"), r = ts_ndim(in[0]);
+    if (na < 0) return false;
+    if (count != 2 * na)
+        return tso_fail(n, TS_ERR_SHAPE, "pads has %d values for %d axes", count, na);
+    bool seen[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < na; i++) {
+        int a = tso_wrap_axis(n, axes[i], r, false);
+        if (a < 0) return false;
+        if (seen[a]) return tso_fail(n, TS_ERR_ARG, "axis %d repeats in axes", a);
+        seen[a] = true;
+        full[a] = pads[i];
+        full[a + r] = pads[i + na];
+    }
+    return pad(n, in[0], full, 2 * r, opt_in(n, in, 2), 0, out);
 }
 
 /* ------------------------------------------------------------------ ConstantOfShape, Range */

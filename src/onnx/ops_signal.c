@@ -114,7 +114,13 @@ TSO_RUN(run_dft) {
     ts_tensor *x = in[0];
     if (!check_signal(n, x, 2, "input")) return false;
     int rank = ts_ndim(x);
-    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 1), rank, false);
+    /* the axis attribute (default 1) until opset 20, then the optional input 2 (default -2) */
+    int64_t ax = tso_attr_int(n, "axis", 1);
+    if (n->opset >= 20) {
+        ax = -2;
+        if (n->n_in > 2 && in[2] && !tso_read_int(n, in[2], &ax, "axis")) return false;
+    }
+    int axis = tso_wrap_axis(n, ax, rank, false);
     if (axis < 0) return false;
     if (axis == rank - 1)
         return tso_fail(n, TS_ERR_ARG,
@@ -184,6 +190,7 @@ TSO_RUN(run_stft) {
 /* ------------------------------------------------------------------ the table */
 const tso_op_def tso_ops_signal[] = {
     {"DFT", 17, run_dft, check_dft, false},
+    {"DFT", 20, run_dft, check_dft, false}, /* axis as an input */
     {"STFT", 17, run_stft, check_stft, false},
     {NULL, 0, NULL, NULL, false},
 };

@@ -21,4 +21,15 @@ bool tso_q_run_gemm(const tso_node *n, ts_tensor *const *in, ts_tensor **out);
  * C_zp, all per tensor, in ORT's float32 arithmetic */
 bool tso_q_run_linear_add(const tso_node *n, ts_tensor *const *in, ts_tensor **out);
 
+/* a zero point of one uint8 / int8 value on the cpu read where it lies into *v (the per-run
+ * parameter reads of the quantized nodes, without a converted copy); false (nothing read, no error)
+ * for anything else */
+static inline bool tso_q_host_byte(ts_tensor *t, int64_t *v) {
+    if (!t || tsi_numel(t->shape) != 1 || tsi_device(t).type != TS_CPU) return false;
+    if (t->dtype != TS_U8 && t->dtype != TS_I8) return false;
+    const uint8_t b = *(const uint8_t *)tsi_kview(t).data;
+    *v = t->dtype == TS_I8 ? (int64_t)(int8_t)b : (int64_t)b;
+    return true;
+}
+
 #endif /* TS_ONNX_QOPERATOR_H */

@@ -36,5 +36,6 @@ TSO_QMS_RUN(tso_qms_run_mul);
 TSO_QMS_RUN(tso_qms_run_global_average_pool);
 TSO_QMS_RUN(tso_qms_run_average_pool);
 TSO_QMS_RUN(tso_qms_run_gemm);
+TSO_QMS_RUN(tso_qms_run_softmax); /* ops_qoperator_ms_softmax.c */
 
 #endif /* TS_ONNX_QOPERATOR_MS_H */

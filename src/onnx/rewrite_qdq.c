@@ -12,13 +12,16 @@
  * rewrite, as it stops ORT's (ORT 1.32 runs DQ -> Conv -> Relu -> Q as a float FusedConv, and
  * DQ -> MatMul -> Relu -> Q in float). Anything else keeps the float QDQ arithmetic, within one
  * quantum of ORT's. DQ -> MaxPool -> Q of one scale and zero point pools the bytes (ORT drops
- * that pair too). The DequantizeLinear nodes die when nothing else reads them. */
+ * that pair too); DQ -> GlobalAveragePool -> Q becomes ORT's QLinearGlobalAveragePool (ORT fuses
+ * it too); DQ -> Flatten / Reshape / Squeeze / Unsqueeze / Transpose -> Q of one scale and zero
+ * point moves the bytes. The DequantizeLinear nodes die when nothing else reads them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx/ops_nn.h"
 #include "onnx/qoperator.h"
+#include "onnx/qoperator_ms.h"
 #include "ops/quant_internal.h"
 #include "tessera/quant.h"
 
@@ -113,7 +116,7 @@ static bool try_fuse(tso_graph *g, int k, bool *dead) {
     if (q->n_in < 3 || q->in[1] < 0 || q->in[2] < 0) return true;
     ts_tensor *ys = tso_known(g, q->in[1]), *yz = tso_known(g, q->in[2]);
     if (!ys || !yz || ts_dtype_of(ys) != TS_F32 || ts_numel(ys) != 1 || ts_numel(yz) != 1 ||
-        !is_8bit(yz))
+        !is_8bit(yz) || g->values[q->in[2]].onnx_type) /* an int4 output saturates in 4 bits */
         return true;
     int p = producer(g, q->in[0]);
     if (p < 0 || !sole_use(g, q->in[0])) return true;
@@ -247,6 +250,68 @@ static void try_fuse_max_pool(tso_graph *g, int k, bool *dead) {
     if (sole_use(g, dq->out[0])) dead[d] = true;
 }
 
+/* ---- DequantizeLinear -> GlobalAveragePool -> QuantizeLinear (per tensor, one 8-bit type): ORT
+ * fuses it into com.microsoft's QLinearGlobalAveragePool (integer sums, its float32
+ * requantization), and so does this; the fused node keeps the pool's label and reads (x, x_scale,
+ * x_zp, y_scale, y_zp) as ops_qoperator_ms_pool.c's run does. */
+static const tso_op_def qdq_gap_def = {"QDQGlobalAveragePool", 1, tso_qms_run_global_average_pool,
+                                       NULL, false};
+
+/* ---- DequantizeLinear -> Flatten / Reshape / Squeeze / Unsqueeze / Transpose -> QuantizeLinear
+ * of one scale and zero point: the op moves bytes, Q(DQ(q)) = q, so it moves the quantized bytes
+ * (ORT drops the pair too); the node keeps its own run. */
+static bool moves_bytes(const tso_node *op) {
+    static const char *const ops[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (tso_is_op(op, ops[i])) return true;
+    return false;
+}
+
+/* Q node k over a GlobalAveragePool or a byte-moving op over a DequantizeLinear: fused as above */
+static bool try_fuse_unary(tso_graph *g, int k, bool *dead) {
+    const tso_node *q = &g->nodes[k];
+    if (q->n_in < 3 || q->in[1] < 0 || q->in[2] < 0) return true;
+    ts_tensor *ys = tso_known(g, q->in[1]), *yz = tso_known(g, q->in[2]);
+    if (!ys || !yz || ts_dtype_of(ys) != TS_F32 || ts_numel(ys) != 1 || ts_numel(yz) != 1 ||
+        !is_8bit(yz) || g->values[q->in[2]].onnx_type)
+        return true;
+    const int p = producer(g, q->in[0]);
+    if (p < 0 || !sole_use(g, q->in[0])) return true;
+    tso_node *op = &g->nodes[p];
+    const bool gap = tso_is_op(op, "GlobalAveragePool") && op->n_in == 1;
+    if ((!gap && !moves_bytes(op)) || op->n_in < 1 || op->n_out != 1 || op->state) return true;
+    const int d = dq_node(g, op->in[0], 1, 0, 0, false);
+    if (d < 0) return true;
+    const tso_node *dq = &g->nodes[d];
+    ts_tensor *xz = tso_known(g, dq->in[2]);
+    if (g->values[dq->in[2]].onnx_type || ts_dtype_of(xz) != ts_dtype_of(yz)) return true;
+    if (!gap && (!same_scalar(g, dq->in[1], q->in[1]) || !same_scalar(g, dq->in[2], q->in[2])))
+        return true;
+    g->values[op->out[0]].producer = -1; /* the op's old output dies with it */
+    if (gap) {
+        int *io = malloc(sizeof(int) * 6);
+        if (!io) {
+            tsi_error_set(TS_ERR_OOM, "onnx_load: out of host memory (QDQ rewrite)");
+            return false;
+        }
+        const int src[5] = {dq->in[0], dq->in[1], dq->in[2], q->in[1], q->in[2]};
+        memcpy(io, src, sizeof src);
+        free(op->in);
+        op->in = io;
+        op->out = io + 5;
+        op->n_in = 5;
+        op->def = &qdq_gap_def;
+        op->op_type = op->def->op_type;
+    } else {
+        op->in[0] = dq->in[0];
+    }
+    op->out[0] = q->out[0];
+    g->values[q->out[0]].producer = p;
+    dead[k] = true;
+    if (sole_use(g, dq->out[0])) dead[d] = true;
+    return true;
+}
+
 /* A DequantizeLinear read by several fused nodes (a residual block's input: its Conv and its Add)
  * is left with no reader only once all of them are fused: drop those (uses are recounted by
  * tso_graph_drop_dead; a graph output or a sub-graph's input counts or pins) */
@@ -275,6 +340,7 @@ bool tso_rewrite_qdq(tso_model *m) {
         if (!dead[k] && tso_is_op(&g->nodes[k], "QuantizeLinear")) {
             ok = try_fuse(g, k, dead);
             if (ok && !dead[k]) try_fuse_max_pool(g, k, dead);
+            if (ok && !dead[k]) ok = try_fuse_unary(g, k, dead);
         }
     tso_graph_drop_dead(g, dead);
     if (ok) drop_unread_dq(g, dead);

@@ -86,10 +86,11 @@ int32_t tso_dtype_to_onnx(ts_dtype d) {
 }
 
 const char *tso_onnx_type_name(int32_t t) {
-    static const char *names[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
-                                  "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
-                                  "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
-                                  "COMPLEX128", "BFLOAT16"};
+    static const char *names[] = {
+        "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
+        "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
+        "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4"};
     if (t >= 0 && t < (int32_t)(sizeof names / sizeof *names)) return names[t];
     return "an unknown type";
 }
@@ -185,6 +186,10 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
     if (!what || !what[0]) what = "(unnamed)";
     int32_t ot = tp->has_data_type ? tp->data_type : 0;
     ts_dtype dt = tso_dtype_from_onnx(ot);
+    /* INT4 / UINT4: packed two a byte, low nibble first (an odd count's last high nibble is
+     * padding), held one a byte as int8 / uint8 (sign-extended) */
+    const bool int4 = ot == TSO_ONNX_INT4 || ot == TSO_ONNX_UINT4;
+    if (int4) dt = ot == TSO_ONNX_INT4 ? TS_I8 : TS_U8;
     if (dt == TS_DTYPE_DEFAULT)
         return tsi_error_set(ot == 0 ? TS_ERR_FORMAT : TS_ERR_UNSUPPORTED,
                              "onnx_load: tensor '%.200s' has element type %s, which Tessera "
@@ -216,7 +221,8 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
         numel *= (uint64_t)d;
     }
     size_t esz = tsi_dtype_size(dt);
-    size_t nbytes = (size_t)numel * esz;
+    const size_t unpacked = (size_t)numel * esz;
+    size_t nbytes = int4 ? ((size_t)numel + 1) / 2 : unpacked; /* the bytes the file holds */
     bool external =
         tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     /* where the values are, and that they fill the dims exactly */
@@ -255,11 +261,11 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
                              "need %zu",
                              what, tso_onnx_type_name(ot), tsi_shape_str(s), field, have, nbytes),
                NULL;
-    void *host = malloc(nbytes ? nbytes : 1);
+    void *host = malloc(unpacked ? unpacked : 1);
     if (!host)
         return tsi_error_set(TS_ERR_OOM,
                              "onnx_load: out of host memory for tensor '%.200s' (%zu bytes)", what,
-                             nbytes),
+                             unpacked),
                NULL;
     bool ok = true;
     if (external)
@@ -282,7 +288,7 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
                 ((uint64_t *)host)[i] = tp->uint64_data[i];
         }
     } else if (tp->n_int32_data) {
-        for (size_t i = 0; i < numel; i++) {
+        for (size_t i = 0; i < (int4 ? nbytes : numel); i++) {
             int32_t v = tp->int32_data[i];
             switch (dt) {
             case TS_I32:
@@ -312,6 +318,11 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
             }
         }
     }
+    if (ok && int4) /* unpacked in place from the end: byte i / 2 is read before it is written */
+        for (size_t i = numel; i-- > 0;) {
+            const unsigned v = (((const uint8_t *)host)[i / 2] >> (i % 2 ? 4 : 0)) & 15u;
+            ((uint8_t *)host)[i] = (uint8_t)(dt == TS_I8 && v > 7 ? v - 16 : v);
+        }
     if (ok && dt == TS_BOOL) /* raw bools must be 0 or 1 */
         for (size_t i = 0; i < numel; i++) ((uint8_t *)host)[i] = ((uint8_t *)host)[i] != 0;
     ts_tensor *t = ok ? tsi_from_host("onnx_load", s, dt, host, dev) : NULL;

@@ -90,7 +90,7 @@ model *model_new(const char *op, const char *domain, int opset, const char *ins,
     b->g.output = untyped(outs, &b->g.n_output);
     for (size_t i = 0; i < b->g.n_input; i++) /* absent optional inputs are no graph inputs */
         if (!b->g.input[i]->name[0]) b->g.input[i--] = b->g.input[--b->g.n_input];
-    b->g.initializer = part(4 * sizeof *b->g.initializer);
+    b->g.initializer = part(8 * sizeof *b->g.initializer);
     return b;
 }
 
@@ -148,6 +148,20 @@ void init_f32(model *b, const char *name, int64_t n, const float *v) {
     t->dims[0] = n;
     t->n_float_data = (size_t)n;
     t->float_data = memcpy(part((size_t)n * sizeof *v), v, (size_t)n * sizeof *v);
+    b->g.initializer[b->g.n_initializer++] = t;
+}
+
+void init_8bit(model *b, const char *name, bool s8, int64_t n, const int32_t *v) {
+    Onnx__TensorProto *t = part(sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = text(name);
+    t->has_data_type = 1;
+    t->data_type = s8 ? ONNX__TENSOR_PROTO__DATA_TYPE__INT8 : ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+    t->n_dims = 1;
+    t->dims = part(sizeof *t->dims);
+    t->dims[0] = n;
+    t->n_int32_data = (size_t)n;
+    t->int32_data = memcpy(part((size_t)n * sizeof *v), v, (size_t)n * sizeof *v);
     b->g.initializer[b->g.n_initializer++] = t;
 }
 

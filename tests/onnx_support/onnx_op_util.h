@@ -41,6 +41,8 @@ void a_floats(model *b, const char *name, size_t k, const float *v);
 void a_strs(model *b, const char *name, const char *spaced);
 /* a float32 initializer (a parameter of the loaded module) */
 void init_f32(model *b, const char *name, int64_t n, const float *v);
+/* a uint8 (int8 when s8) initializer of n values */
+void init_8bit(model *b, const char *name, bool s8, int64_t n, const int32_t *v);
 /* the model packed and loaded on dev (NULL with the error) */
 ts_module *load(model *b, ts_device dev);
 

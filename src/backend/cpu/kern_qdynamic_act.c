@@ -20,7 +20,11 @@
  * int32 lanes that start at -zp * (the lane's sum of xq) (per token and lane, made once a token
  * when every zero point is the same; else that sum times the lane's zero point): the lanes end as
  * L. The scales are read as float16 when each is exactly one (tsi_quant_kparams' scales_f16:
- * ts_quantize_int4_symmetric_weight's), else as float32: the same values. */
+ * ts_quantize_int4_symmetric_weight's), else as float32: the same values.
+ *
+ * Below AVX512-VNNI (tsi_qgemm_kind_get: AVX-VNNI or AVX2 alone) int8 weights take 256-bit forms of
+ * the VNNI int8 loop (the same dot and correction; AVX2 with vpmaddubsw on split bytes, exact);
+ * int4 weights the portable loop. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -366,11 +370,105 @@ TS_DA8_VNNI static void run_vnni(const da_x *d, int64_t n0, int64_t nn) {
 }
 #endif
 
+/* ------------------------------------------------------------------ AVX-VNNI and AVX2 (int8) */
+#ifdef TS_HAVE_DA8_VNNI
+#define TS_DA8_AVX2    __attribute__((target(TS_ISA_TARGET_AVX2)))
+#define TS_DA8_AVXVNNI __attribute__((target(TS_ISA_TARGET_AVX2 ",avxvnni")))
+
+/* blk_i8's integers with 8 int32 lanes a row: the same dot sum (w + 128) xq modulo 2^32 (lanes
+ * added in any order give it), the same correction and float32 steps. A k tail of under 32 bytes
+ * goes through zero-padded copies (x 0 adds nothing). avxvnni: vpdpbusd ymm; else vpmaddubsw on
+ * w + 128 split into its low 7 bits and its top bit (a pair of 255 * 127 products leaves int16,
+ * which vpmaddubsw saturates; 127 * 127 * 2 does not), each pair then summed into int32 by
+ * vpmaddwd (by 1 and by 128). */
+#define DA_DOT_AVXVNNI(acc, u, x0) ((acc) = _mm256_dpbusd_avx_epi32((acc), (u), (x0)))
+#define DA_DOT_AVX2(acc, u, x0)                                                                    \
+    do {                                                                                           \
+        const __m256i lo_ = _mm256_and_si256((u), m7),                                             \
+                      hi_ = _mm256_and_si256(_mm256_srli_epi16((u), 7), b1);                       \
+        (acc) = _mm256_add_epi32(                                                                  \
+            (acc), _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo_, (x0)), one),       \
+                                    _mm256_madd_epi16(_mm256_maddubs_epi16(hi_, (x0)), h128)));    \
+    } while (0)
+#define DA_BLK_I8_256(NAME, ATTR, DOT)                                                             \
+    ATTR __attribute__((always_inline)) static inline void NAME(const da_x *d, int64_t m,          \
+                                                                int64_t n0, int nr, float *out) {  \
+        const ts_wo_args *a = d->a;                                                                \
+        const int64_t K = a->k;                                                                    \
+        const int8_t *w = (const int8_t *)a->w + n0 * K, *x = d->xq + m * K;                       \
+        const __m256i flip = _mm256_set1_epi8((char)0x80), m7 = _mm256_set1_epi8(0x7f),            \
+                      b1 = _mm256_set1_epi8(1), one = _mm256_set1_epi16(1),                        \
+                      h128 = _mm256_set1_epi16(128);                                               \
+        (void)m7, (void)b1, (void)one, (void)h128;                                                 \
+        __m256i acc[DA_NB];                                                                        \
+        for (int r = 0; r < nr; r++) acc[r] = _mm256_setzero_si256();                              \
+        int64_t k = 0;                                                                             \
+        for (; k + 32 <= K; k += 32) {                                                             \
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + k));         \
+            for (int r = 0; r < nr; r++) {                                                         \
+                if ((k & 63) == 0) DA_PREFETCH(w, (r + DA_PF) * K + k);                            \
+                const __m256i u = _mm256_xor_si256(                                                \
+                    _mm256_loadu_si256((const __m256i *)(const void *)(w + r * K + k)), flip);     \
+                DOT(acc[r], u, x0);                                                                \
+            }                                                                                      \
+        }                                                                                          \
+        if (k < K) {                                                                               \
+            int8_t xt[32] = {0}, wt[32] = {0};                                                     \
+            memcpy(xt, x + k, (size_t)(K - k));                                                    \
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)xt);              \
+            for (int r = 0; r < nr; r++) {                                                         \
+                memcpy(wt, w + r * K + k, (size_t)(K - k));                                        \
+                const __m256i u =                                                                  \
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)wt), flip); \
+                DOT(acc[r], u, x0);                                                                \
+            }                                                                                      \
+        }                                                                                          \
+        const int64_t xs = d->xsum[m];                                                             \
+        for (int r = 0; r < nr; r++) {                                                             \
+            int32_t l[8];                                                                          \
+            _mm256_storeu_si256((__m256i *)(void *)l, acc[r]);                                     \
+            uint32_t u32 = 0;                                                                      \
+            for (int i = 0; i < 8; i++) u32 += (uint32_t)l[i];                                     \
+            const int64_t dot = (int32_t)u32;                                                      \
+            const int32_t v = (int32_t)(dot - (128 + (int64_t)a->zero_points[n0 + r]) * xs);       \
+            out[r] = ((float)v * d->sx[m]) * a->scales[n0 + r];                                    \
+        }                                                                                          \
+    }
+DA_BLK_I8_256(blk_i8_avxvnni, TS_DA8_AVXVNNI, DA_DOT_AVXVNNI)
+DA_BLK_I8_256(blk_i8_avx2, TS_DA8_AVX2, DA_DOT_AVX2)
+#undef DA_BLK_I8_256
+#undef DA_DOT_AVXVNNI
+#undef DA_DOT_AVX2
+
+#define DA_RUN_256(NAME, ATTR, BLK)                                                                \
+    ATTR static void NAME(const da_x *d, int64_t n0, int64_t nn) {                                 \
+        const ts_wo_args *a = d->a;                                                                \
+        for (int64_t m = 0; m < a->m; m++) {                                                       \
+            float out[DA_NB];                                                                      \
+            for (int64_t n = n0; n < n0 + nn; n += DA_NB) {                                        \
+                const int nr = n0 + nn - n < DA_NB ? (int)(n0 + nn - n) : DA_NB;                   \
+                if (nr == DA_NB)                                                                   \
+                    BLK(d, m, n, DA_NB, out);                                                      \
+                else                                                                               \
+                    BLK(d, m, n, nr, out);                                                         \
+                for (int r = 0; r < nr; r++)                                                       \
+                    a->y[m * a->n + n + r] = out[r] + (a->bias ? a->bias[n + r] : 0.0f);           \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DA_RUN_256(run_avxvnni, TS_DA8_AVXVNNI, blk_i8_avxvnni)
+DA_RUN_256(run_avx2, TS_DA8_AVX2, blk_i8_avx2)
+#undef DA_RUN_256
+#endif
+
 bool tsi_cpu_da8_linear(const ts_wo_args *a) {
     const int64_t M = a->m, N = a->n, K = a->k;
     bool vnni = false;
+    tsi_qgemm_kind k256 = TSI_QGEMM_PORTABLE; /* int8 weights below AVX512-VNNI: AVX-VNNI, AVX2 */
 #ifdef TS_HAVE_DA8_VNNI
-    vnni = tsi_qgemm_vnni_available();
+    const tsi_qgemm_kind kind = tsi_qgemm_kind_get();
+    vnni = kind == TSI_QGEMM_AVX512VNNI;
+    if (!a->int4 && (kind == TSI_QGEMM_AVXVNNI || kind == TSI_QGEMM_AVX2)) k256 = kind;
 #endif
     da_x d = {.a = a, .kp = (K + 127) & ~(int64_t)127};
     const bool perm = vnni && a->int4;
@@ -406,6 +504,11 @@ bool tsi_cpu_da8_linear(const ts_wo_args *a) {
         }
 #endif
         d.sx[m] = quant_row(x, K, d.xq + m * K);
+        if (k256) { /* the 256-bit kernels' correction: the row's xq sum */
+            int32_t sum = 0;
+            for (int64_t k = 0; k < K; k++) sum += d.xq[m * K + k];
+            d.xsum[m] = sum;
+        }
     }
     const int64_t per = 16, blocks = (N + per - 1) / per;
     TS_PARALLEL_FOR_IF(
@@ -414,6 +517,14 @@ bool tsi_cpu_da8_linear(const ts_wo_args *a) {
 #ifdef TS_HAVE_DA8_VNNI
             if (vnni) {
                 run_vnni(&d, n0, nn);
+                continue;
+            }
+            if (k256 == TSI_QGEMM_AVXVNNI) {
+                run_avxvnni(&d, n0, nn);
+                continue;
+            }
+            if (k256 == TSI_QGEMM_AVX2) {
+                run_avx2(&d, n0, nn);
                 continue;
             }
 #endif

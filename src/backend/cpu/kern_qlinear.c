@@ -1,5 +1,6 @@
 /* kern_qlinear.c — the int8 product of a quantized linear layer (backend.h's qlinear,
- * quant_args.h's ts_qlinear_args): a portable kernel and an AVX512-VNNI one (qgemm_vnni.c), then
+ * quant_args.h's ts_qlinear_args): a portable kernel and packed ones (AVX512-VNNI: qgemm_vnni.c;
+ * AVX-VNNI and AVX2: qgemm_avx2.c; tsi_qgemm_kind_get picks), then
  * the epilogue (int32 accumulators, requantized integers, floats in float64 as PyTorch's dynamic
  * Linear, or floats in ONNX's float32 order: fmul / fadd, ts_matmul_integer_to_float). A weight may
  * be read where it lies (w_strided: ONNX's [K, N] uint8 / int8 B), packed from there once.
@@ -245,7 +246,8 @@ static bool fill_packed(void *ctx, void *buf) {
 
 bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) {
     const int64_t M = a->m, N = a->n, K = a->k;
-    const bool vnni = tsi_qgemm_vnni_available();
+    const tsi_qgemm_kind kind = tsi_qgemm_kind_get();
+    const bool vnni = kind != TSI_QGEMM_PORTABLE; /* a packed kernel: AVX2, AVX-VNNI, AVX512-VNNI */
     const int64_t kp = (K + 3) & ~(int64_t)3, np = (N + 15) & ~(int64_t)15;
     /* VNNI: the packed weight and its sums from the cache when it holds them */
     const size_t b_wp = (size_t)np * (size_t)kp, b_cached = b_wp + (size_t)N * sizeof(int64_t);
@@ -318,7 +320,7 @@ bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) 
             xsum[m] = sum;
         }
         const int32_t x_zp = a->x_zp + (a->x_unsigned ? 0 : 128);
-        tsi_qgemm_vnni_run(a, xp, wp, kp, x_zp, xsum, wsum, epilogue_block);
+        tsi_qgemm_run(kind, a, xp, wp, kp, x_zp, xsum, wsum, epilogue_block);
     }
     tsi_host_scratch_put(blk);
     tsi_wcache_release(wref);

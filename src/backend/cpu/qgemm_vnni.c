@@ -1,8 +1,8 @@
-/* qgemm_vnni.c — the AVX512-VNNI int8 GEMM (qgemm_vnni.h): blocks of 4 rows by 32 columns, eight
- * zmm accumulators, one vpdpbusd per row and panel for each 4 bytes of k; from 8 rows on, blocks
- * of 8 rows by 48 columns (24 accumulators), each also prefetching its share of the next column
- * block's panels into L2 (a weight streamed from memory, as BERT's 85 MB are at each run, is then
- * there when that block starts). */
+/* qgemm_vnni.c — the choice of the int8 GEMM's kernel and the AVX512-VNNI one (qgemm_vnni.h):
+ * blocks of 4 rows by 32 columns, eight zmm accumulators, one vpdpbusd per row and panel for each 4
+ * bytes of k; from 8 rows on, blocks of 8 rows by 48 columns (24 accumulators), each also
+ * prefetching its share of the next column block's panels into L2 (a weight streamed from memory,
+ * as BERT's 85 MB are at each run, is then there when that block starts). */
 #include "backend/cpu/qgemm_vnni.h"
 
 #include <string.h>
@@ -16,14 +16,38 @@
 #define TS_VNNI __attribute__((target(TS_ISA_TARGET_AVX512 ",avx512vnni")))
 #endif
 
-bool tsi_qgemm_vnni_available(void) {
+atomic_int tsi_qgemm_kind_cap = TSI_QGEMM_AVX512VNNI;
+
+tsi_qgemm_kind tsi_qgemm_kind_get(void) {
 #ifdef TS_HAVE_VNNI_KERNEL
-    static int has = -1; /* benign race: every thread computes the same answer */
-    if (has < 0) has = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
-    return has && ts_cpu_isa_get() == TS_ISA_AVX512;
+    static int has512 = -1, has256 = -1; /* benign race: every thread computes the same answer */
+    if (has512 < 0) has512 = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+    if (has256 < 0) has256 = __builtin_cpu_supports("avxvnni") ? 1 : 0;
+    const ts_cpu_isa isa = ts_cpu_isa_get();
+    const int cap = atomic_load_explicit(&tsi_qgemm_kind_cap, memory_order_relaxed);
+    if (isa == TS_ISA_AVX512 && has512 && cap >= TSI_QGEMM_AVX512VNNI) return TSI_QGEMM_AVX512VNNI;
+    if (isa >= TS_ISA_AVX2 && has256 && cap >= TSI_QGEMM_AVXVNNI) return TSI_QGEMM_AVXVNNI;
+    if (isa >= TS_ISA_AVX2 && cap >= TSI_QGEMM_AVX2) return TSI_QGEMM_AVX2;
+    return TSI_QGEMM_PORTABLE;
 #else
-    return false;
+    return TSI_QGEMM_PORTABLE;
 #endif
+}
+
+const char *tsi_qgemm_kind_name(tsi_qgemm_kind kind) {
+    static const char *const names[] = {"portable", "avx2", "avxvnni", "avx512vnni"};
+    return (unsigned)kind < 4 ? names[kind] : "?";
+}
+
+bool tsi_qgemm_vnni_available(void) { return tsi_qgemm_kind_get() == TSI_QGEMM_AVX512VNNI; }
+
+void tsi_qgemm_run(tsi_qgemm_kind kind, const ts_qlinear_args *a, const uint8_t *xp,
+                   const int8_t *wp, int64_t kp, int32_t x_zp, const int64_t *xsum,
+                   const int64_t *wsum, tsi_qgemm_epilogue epi) {
+    if (kind == TSI_QGEMM_AVX512VNNI)
+        tsi_qgemm_vnni_run(a, xp, wp, kp, x_zp, xsum, wsum, epi);
+    else
+        tsi_qgemm_256_run(kind == TSI_QGEMM_AVXVNNI, a, xp, wp, kp, x_zp, xsum, wsum, epi);
 }
 
 void tsi_qgemm_vnni_pack_w(const int8_t *w, int64_t n, int64_t k, int8_t *wp) {
