@@ -179,6 +179,13 @@ static void test_refusals(void) {
     CHECK(!ts_quantize_linear(x, ts_tensor_f32(TS_SHAPE(3), three, o), NULL, 5));
     CHECK_ERR_HAS(TS_ERR_ARG, "axis");
     CHECK(ts_quantize_linear(x, s, NULL, 7) != NULL); /* one value: the axis is not read */
+    /* off the cpu, the message names which operand (sim:0 runs the composed route instead) */
+    if (ts_device_count(TS_SIM) < 1) ts_sim_configure(1, 0);
+    ts_tensor *zs = ts_zeros(TS_SHAPE(), (ts_opts){.dtype = TS_U8, .device = ts_sim(0)});
+    CHECK(!ts_quantize_linear(x, s, zs, 1));
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "only on the cpu (zero_point is on sim:0)");
+    CHECK(!ts_quantize_linear(x, ts_to(s, ts_sim(0)), NULL, 1));
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "only on the cpu (scale is on sim:0)");
     CHECK(!ts_quantize_linear(NULL, s, NULL, 1));
     CHECK(ts_error() != TS_OK);
     ts_error_clear();
