@@ -45,15 +45,18 @@ static void add_i64(Onnx__GraphProto *g, const char *name, int count, const int6
 /* runs m on x = 0..5 [2, 3]; output k as doubles into got (count returned, -1 on error) */
 static int run(ts_module *m, int n_out, int k, double *got, int max, ts_shape *s) {
     double v[6] = {0, 1, 2, 3, 4, 5};
+    ts_scope_begin(); /* the input, the outputs and the copy are released at its end */
     ts_tensor *x =
         ts_to_dtype(ts_from_data(TS_SHAPE(2, 3), TS_F64, v, (ts_opts){.dtype = TS_F64}), TS_F32);
     ts_tensor *y[4] = {0};
-    if (ts_onnx_run(m, 1, &x, n_out, y) != TS_OK) return -1;
-    *s = ts_shape_of(y[k]);
-    int64_t count = ts_numel(y[k]);
-    if (count > max) return -1;
-    ts_tensor *h = ts_to_dtype(y[k], TS_F64);
-    if (ts_copy_to_host(h, got, (size_t)count * sizeof *got) != TS_OK) return -1;
+    int64_t count = -1;
+    if (ts_onnx_run(m, 1, &x, n_out, y) == TS_OK) {
+        *s = ts_shape_of(y[k]);
+        count = ts_numel(y[k]);
+        ts_tensor *h = count <= max ? ts_to_dtype(y[k], TS_F64) : NULL;
+        if (!h || ts_copy_to_host(h, got, (size_t)count * sizeof *got) != TS_OK) count = -1;
+    }
+    ts_scope_end();
     return (int)count;
 }
 

@@ -28,23 +28,22 @@ static void init_4bit(model *b, const char *name, int type, int nd, const int64_
     int64_t n = 1;
     for (int d = 0; d < nd; d++) n *= dims[d];
     size_t nb = (size_t)((n + 1) / 2 + nbytes_delta);
-    Onnx__TensorProto *t = calloc(1, sizeof *t); /* freed with the process: tiny */
+    Onnx__TensorProto *t = part(sizeof *t);
     onnx__tensor_proto__init(t);
     t->name = text(name);
     t->has_data_type = 1;
     t->data_type = type;
     t->n_dims = (size_t)nd;
-    t->dims = calloc((size_t)(nd ? nd : 1), sizeof *t->dims);
+    t->dims = part((size_t)(nd ? nd : 1) * sizeof *t->dims);
     memcpy(t->dims, dims, (size_t)nd * sizeof *dims);
-    uint8_t *bytes = calloc(nb + 1, 1);
+    uint8_t *bytes = part(nb + 1);
     for (int64_t i = 0; i < n && (size_t)(i / 2) < nb; i++)
         bytes[i / 2] |= (uint8_t)((v[i] & 15) << (i % 2 ? 4 : 0));
     if (n % 2 && (size_t)(n / 2) < nb) bytes[n / 2] |= 0xF0; /* padding: must be ignored */
     if (int32_data) {
         t->n_int32_data = nb;
-        t->int32_data = calloc(nb + 1, sizeof *t->int32_data);
+        t->int32_data = part((nb + 1) * sizeof *t->int32_data);
         for (size_t i = 0; i < nb; i++) t->int32_data[i] = bytes[i];
-        free(bytes);
     } else {
         t->has_raw_data = 1;
         t->raw_data.len = nb;
@@ -59,7 +58,7 @@ static void init_f32_dims(model *b, const char *name, int nd, const int64_t *dim
     init_f32(b, name, n, v);
     Onnx__TensorProto *t = b->g.initializer[b->g.n_initializer - 1];
     t->n_dims = (size_t)nd;
-    t->dims = calloc((size_t)(nd ? nd : 1), sizeof *t->dims);
+    t->dims = part((size_t)(nd ? nd : 1) * sizeof *t->dims);
     memcpy(t->dims, dims, (size_t)nd * sizeof *dims);
 }
 
@@ -191,7 +190,8 @@ static void test_run_errors(ts_device dev) {
     /* a zero scale in QuantizeLinear to int4 (all initializers: folding leaves the failing node to
      * the run) */
     m = model_new("QuantizeLinear", "", 17, "x s z", "y");
-    init_f32_dims(m, "x", 2, d4, s);
+    const float x24[24] = {0};
+    init_f32_dims(m, "x", 2, d4, x24);
     float zs[1] = {0};
     init_f32_dims(m, "s", 1, one, zs);
     init_4bit(m, "z", INT4, 1, one, v, false, 0);

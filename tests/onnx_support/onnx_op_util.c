@@ -16,7 +16,7 @@ enum { MAX_PARTS = 1024, MAX_IO = 16 };
 static void *parts[MAX_PARTS];
 static int n_parts;
 
-static void *part(size_t size) {
+void *part(size_t size) {
     void *p = calloc(1, size ? size : 1);
     if (!p || n_parts == MAX_PARTS) abort(); /* a test bug, not a library error */
     return parts[n_parts++] = p;

@@ -22,6 +22,7 @@ typedef struct model {
 } model;
 
 char *text(const char *s); /* a copy of s among the model's parts */
+void *part(size_t size);   /* zeroed memory among the model's parts (model_free frees it) */
 void model_free(void);
 /* imports `domain` at `version` */
 void import(model *b, const char *domain, int version);
