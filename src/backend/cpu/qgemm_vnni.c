@@ -12,17 +12,28 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TS_HAVE_VNNI_KERNEL 1
+#include <cpuid.h>
 #include <immintrin.h>
 #define TS_VNNI __attribute__((target(TS_ISA_TARGET_AVX512 ",avx512vnni")))
 #endif
 
 atomic_int tsi_qgemm_kind_cap = TSI_QGEMM_AVX512VNNI;
 
+#ifdef TS_HAVE_VNNI_KERNEL
+/* AVX-VNNI (vpdpbusd on ymm): CPUID leaf 7 sub-leaf 1, EAX bit 4, read directly (clang 14's
+ * __builtin_cpu_supports has no "avxvnni"); the AVX2 check beside it covers the OS's YMM state */
+static int cpu_has_avxvnni(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (int)((a >> 4) & 1u);
+}
+#endif
+
 tsi_qgemm_kind tsi_qgemm_kind_get(void) {
 #ifdef TS_HAVE_VNNI_KERNEL
     static int has512 = -1, has256 = -1; /* benign race: every thread computes the same answer */
     if (has512 < 0) has512 = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
-    if (has256 < 0) has256 = __builtin_cpu_supports("avxvnni") ? 1 : 0;
+    if (has256 < 0) has256 = cpu_has_avxvnni();
     const ts_cpu_isa isa = ts_cpu_isa_get();
     const int cap = atomic_load_explicit(&tsi_qgemm_kind_cap, memory_order_relaxed);
     if (isa == TS_ISA_AVX512 && has512 && cap >= TSI_QGEMM_AVX512VNNI) return TSI_QGEMM_AVX512VNNI;
