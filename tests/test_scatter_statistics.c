@@ -201,8 +201,8 @@ static void test_statistics(ts_device d) {
     /* observation weights can make the factor negative (0.5 - 2 (0.2^2 + 0.3^2) / 0.5 = -0.02):
      * PyTorch's factor 0 there too, so +inf, not a negative variance */
     const double two[2] = {1, 2}, aw2[2] = {0.2, 0.3};
-    ts_tensor *neg = ts_cov(mk(TS_SHAPE(1, 2), two, d, false), 2, NULL,
-                            mk(TS_SHAPE(2), aw2, d, false));
+    ts_tensor *neg =
+        ts_cov(mk(TS_SHAPE(1, 2), two, d, false), 2, NULL, mk(TS_SHAPE(2), aw2, d, false));
     CHECK(neg && isinf(ts_item(neg)) && ts_item(neg) > 0);
     /* corrcoef: cov / (sd_i sd_j), clamped */
     double c[9];

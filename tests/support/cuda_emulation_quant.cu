@@ -25,6 +25,8 @@
 #include "backend/cuda/cuda_compute.h"
 #include "backend/cuda/cuda_compute_blas.h"
 #include "backend/cuda/cuda_dtype.cuh"
+#include "backend/env_config.h"
+#include "backend/quant_math.h"
 
 #define TSC_HOST_EMULATION 1
 

@@ -40,6 +40,7 @@
 #include "backend/cuda/cuda_compute_blas.h"
 #include "backend/cuda/cuda_iter.cuh"
 #include "backend/env_config.h"
+#include "backend/quant_math.h"
 
 #ifndef TSC_HOST_EMULATION
 /* after kernel_math.h: cuda_fp16.h's global `half` would shadow a local of that name there */
@@ -49,64 +50,12 @@
 namespace {
 
 /* ------------------------------------------------------------------ rounded arithmetic
- * One IEEE operation each, rounded to nearest even, never fused (the host side, under emulation,
- * is the host compiler's plain arithmetic: x86-64 without FMA contraction). */
-TSC_HDI float q_fmul(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-TSC_HDI float q_fadd(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-TSC_HDI float q_fsub(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-TSC_HDI float q_fdiv(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fdiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
-TSC_HDI double q_dmul(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-TSC_HDI double q_dadd(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-TSC_HDI double q_dsub(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-TSC_HDI float q_nan(void) { /* the CPU's NAN: the positive quiet NaN 0x7fc00000 */
-    const uint32_t bits = 0x7fc00000u;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-TSC_HDI bool q_isnan(float v) { return v != v; }
+ * One IEEE operation each, rounded to nearest even, never fused (quant_math.h's macros; the host
+ * side, under emulation, is the host compiler's plain arithmetic). */
+TSC_HDI float q_fmul(float a, float b) { return TS_QM_FMUL(a, b); }
+TSC_HDI float q_fadd(float a, float b) { return TS_QM_FADD(a, b); }
+TSC_HDI double q_dmul(double a, double b) { return TS_QM_DMUL(a, b); }
+TSC_HDI double q_dadd(double a, double b) { return TS_QM_DADD(a, b); }
 
 /* ------------------------------------------------------------------ quantize, dequantize, fake */
 struct QPlan {
@@ -148,32 +97,16 @@ TSC_HDI int64_t q_load(const QPlan &P, int64_t e) {
     }
 }
 
-/* kern_quant.c's quantize_one: zp + nearbyint(x * inv) in float32, clamped in double; NaN nan_to */
-TSC_HDI int64_t q_quantize_one(float x, float inv, float zp, double qmin, double qmax,
-                               int64_t nan_to) {
-    const float v = q_fadd(zp, rintf(q_fmul(x, inv)));
-    if (q_isnan(v)) return nan_to;
-    const double d = v;
-    return (int64_t)(d < qmin ? qmin : d > qmax ? qmax : d);
-}
-
-/* kern_quant.c's q8_body for one element: the clamp in float32 */
-TSC_HDI int32_t q_quantize8(float x, float inv, float zp, float lo, float hi, float nan_to) {
-    float v = q_fadd(zp, rintf(q_fmul(x, inv)));
-    v = v != v ? nan_to : v < lo ? lo : v > hi ? hi : v;
-    return (int32_t)v;
-}
-
 TSC_HDI int64_t q_quantize_at(const QPlan &P, int64_t e) {
     double scale;
     int64_t zp;
     q_param(P, e, &scale, &zp);
-    const float inv = q_fdiv(1.0f, (float)scale), zpf = (float)zp;
+    const float inv = ts_qm_inv(scale), zpf = (float)zp;
     const int64_t nan_to = P.qdtype == TS_QINT32 ? P.qmin : P.qmax;
     if (P.qdtype == TS_QINT8 || P.qdtype == TS_QUINT8)
-        return q_quantize8(P.x[e], inv, zpf, (float)(double)P.qmin, (float)(double)P.qmax,
-                           (float)nan_to);
-    return q_quantize_one(P.x[e], inv, zpf, (double)P.qmin, (double)P.qmax, nan_to);
+        return (int32_t)ts_qm_quantize8(P.x[e], inv, zpf, (float)(double)P.qmin,
+                                        (float)(double)P.qmax, (float)nan_to);
+    return ts_qm_quantize(P.x[e], inv, zpf, (double)P.qmin, (double)P.qmax, nan_to);
 }
 
 /* one element (quint4x2 quantize: one byte, two elements) */
@@ -201,30 +134,18 @@ TSC_HDI void q_element(const QPlan &P, int64_t e) {
         double scale;
         int64_t zp;
         q_param(P, e, &scale, &zp);
-        if (P.per_tensor) /* fbgemm's Dequantize: float scale * int32 difference */
-            P.xo[e] = q_fmul((float)scale, (float)(q_load(P, e) - zp));
-        else /* PyTorch's dequantize_val: float difference times the double scale */
-            P.xo[e] = (float)q_dmul((double)q_fsub((float)q_load(P, e), (float)zp), scale);
+        P.xo[e] = ts_qm_dequantize(q_load(P, e), zp, scale, P.per_tensor);
         return;
     }
     case TS_QK_INT_REPR:
         P.u[e] = (uint8_t)q_load(P, e);
         return;
-    default: { /* TS_QK_FAKE: kern_quant.c's fake_row */
+    default: { /* TS_QK_FAKE */
         double scale;
         int64_t zp;
         q_param(P, e, &scale, &zp);
-        const float sc = (float)scale, inv = q_fdiv(1.0f, sc), zpf = (float)zp;
-        const double lo = (double)P.qmin, hi = (double)P.qmax;
-        const float v = q_fadd(zpf, rintf(q_fmul(P.x[e], inv)));
-        if (q_isnan(v)) {
-            P.y[e] = q_nan(), P.u[e] = 0;
-            return;
-        }
-        const double d = v;
-        P.u[e] = (uint8_t)(d >= lo && d <= hi);
-        const double c = d < lo ? lo : d > hi ? hi : d;
-        P.y[e] = (float)q_dmul(q_dsub(c, (double)zp), (double)sc);
+        P.y[e] = ts_qm_fake(P.x[e], (float)scale, ts_qm_inv(scale), zp, (double)P.qmin,
+                            (double)P.qmax, &P.u[e]);
         return;
     }
     }
