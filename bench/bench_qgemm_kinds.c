@@ -4,8 +4,8 @@
  * each kernel forced in turn with tsi_qgemm_kind_cap, the kinds alternated in every round. Prints
  * one line per kind: best and median of the rounds in this thread's CPU time (a shared host's waits
  * not counted; run with OMP_NUM_THREADS=1 for one core) and GOPS = 2 M N K / best.
- * Then the decode kernels (ts_int8_dynamic_activation_linear, int8 weights) on one token of K by
- * 4 K, the same way.
+ * Then the decode kernels (ts_int8_dynamic_activation_linear, int8 weights, then int4 with group
+ * 32 and float16 scales) on one token of K by 4 K, the same way.
  * Usage: bench_qgemm_kinds [M K N [rounds]] (default 128 768 768 7: BERT-base's projections at
  * sequence 128). */
 #define _POSIX_C_SOURCE 199309L
@@ -27,6 +27,35 @@ static double cpu_s(void) {
 static int cmp_d(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* the decode kernel on one token against wq, each kind in turn every round; prints its lines */
+static int decode(ts_tensor *xt, ts_tensor *wq, const char *what, const tsi_qgemm_kind *kinds,
+                  int nk, int rounds, double (*t)[99]) {
+    const int64_t K = ts_size(xt, 1), N = ts_size(wq, 0);
+    for (int round = -1; round < rounds; round++)
+        for (int i = 0; i < nk; i++) {
+            atomic_store(&tsi_qgemm_kind_cap, (int)kinds[i]);
+            const int reps = 20;
+            const double t0 = cpu_s();
+            for (int rep = 0; rep < reps; rep++) {
+                ts_scope_begin();
+                if (!ts_int8_dynamic_activation_linear(xt, wq, NULL)) {
+                    fprintf(stderr, "error: %s\n", ts_error_message());
+                    return 1;
+                }
+                ts_scope_end();
+            }
+            if (round >= 0) t[i][round] = (cpu_s() - t0) / reps;
+        }
+    printf("decode: int8 activations x %s weights, 1 x %lld by %lld x %lld\n", what, (long long)K,
+           (long long)K, (long long)N);
+    for (int i = 0; i < nk; i++) {
+        qsort(t[i], (size_t)rounds, sizeof(double), cmp_d);
+        printf("%-11s best %8.3f ms  median %8.3f ms  %7.1f GOPS\n", tsi_qgemm_kind_name(kinds[i]),
+               1e3 * t[i][0], 1e3 * t[i][rounds / 2], 2.0 * (double)(N * K) / t[i][0] * 1e-9);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -78,38 +107,21 @@ int main(int argc, char **argv) {
         printf("%-11s best %8.3f ms  median %8.3f ms  %7.1f GOPS\n", tsi_qgemm_kind_name(kinds[i]),
                1e3 * t[i][0], 1e3 * t[i][rounds / 2], 2.0 * (double)(M * N * K) / t[i][0] * 1e-9);
     }
-    /* the decode kernels (kern_qdynamic_act.c: int8 activations x int8 weights, one token) on
-     * K by 4 K: the same alternation; int4 weights stay portable below AVX512-VNNI */
+    /* the decode kernels (kern_qdynamic_act.c: int8 activations x int8, then int4 weights, one
+     * token) on K by 4 K: the same alternation */
     const int64_t DN = 4 * K;
     float *wf = malloc((size_t)(DN * K) * sizeof *wf), *xf = malloc((size_t)K * sizeof *xf);
     for (int64_t i = 0; i < DN * K; i++)
         wf[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
     for (int64_t i = 0; i < K; i++)
         xf[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
-    ts_tensor *wq = ts_quantize_int8_weight_only(ts_tensor_f32(TS_SHAPE(DN, K), wf, (ts_opts){0}));
+    ts_tensor *wf_t = ts_tensor_f32(TS_SHAPE(DN, K), wf, (ts_opts){0});
     ts_tensor *xt = ts_tensor_f32(TS_SHAPE(1, K), xf, (ts_opts){0});
-    for (int round = -1; round < rounds; round++)
-        for (int i = 0; i < nk; i++) {
-            atomic_store(&tsi_qgemm_kind_cap, (int)kinds[i]);
-            const int reps = 20;
-            const double t0 = cpu_s();
-            for (int rep = 0; rep < reps; rep++) {
-                ts_scope_begin();
-                if (!ts_int8_dynamic_activation_linear(xt, wq, NULL)) {
-                    fprintf(stderr, "error: %s\n", ts_error_message());
-                    return 1;
-                }
-                ts_scope_end();
-            }
-            if (round >= 0) t[i][round] = (cpu_s() - t0) / reps;
-        }
-    printf("decode: int8 activations x int8 weights, 1 x %lld by %lld x %lld\n", (long long)K,
-           (long long)K, (long long)DN);
-    for (int i = 0; i < nk; i++) {
-        qsort(t[i], (size_t)rounds, sizeof(double), cmp_d);
-        printf("%-11s best %8.3f ms  median %8.3f ms  %7.1f GOPS\n", tsi_qgemm_kind_name(kinds[i]),
-               1e3 * t[i][0], 1e3 * t[i][rounds / 2], 2.0 * (double)(DN * K) / t[i][0] * 1e-9);
-    }
+    ts_tensor *w8 = ts_quantize_int8_weight_only(wf_t),
+              *w4 = K % 32 ? NULL : ts_quantize_int4_symmetric_weight(wf_t, 32);
+    if (decode(xt, w8, "int8", kinds, nk, rounds, t) ||
+        (w4 && decode(xt, w4, "int4 (group 32, float16 scales)", kinds, nk, rounds, t)))
+        return 1;
     free(av), free(bv), free(wf), free(xf);
     return 0;
 }

@@ -202,9 +202,9 @@ static int unary_kind(int op) {
  * and bf16 compute through f32; logit: the vectorised log of its ratios; erfinv: its double
  * log; lgamma and digamma: their series) */
 static bool vec_math_unary(int op) {
-    return op == TS_U_EXP || op == TS_U_LOG || op == TS_U_TANH || op == TS_U_SIGMOID ||
-           op == TS_U_GELU || op == TS_U_SILU || op == TS_U_LOGIT || op == TS_U_ERFINV ||
-           op == TS_U_LGAMMA || op == TS_U_DIGAMMA;
+    return op == TS_U_EXP || op == TS_U_LOG || op == TS_U_TANH || op == TS_U_ERF ||
+           op == TS_U_SIGMOID || op == TS_U_GELU || op == TS_U_SILU || op == TS_U_LOGIT ||
+           op == TS_U_ERFINV || op == TS_U_LGAMMA || op == TS_U_DIGAMMA;
 }
 static bool vec_math_binary(int op) { return op == TS_B_GELU_BWD || op == TS_B_SILU_BWD; }
 

@@ -367,7 +367,7 @@ int main(void) {
     reset_isa();
     fprintf(stderr, "test_qdynamic_act: kernels");
     for (int i = 0; i < n_isa; i++) fprintf(stderr, " %s", tsi_qgemm_kind_name(isa_kind[i]));
-    fprintf(stderr, " (int4 weights: portable below avx512vnni)\n");
+    fprintf(stderr, "\n");
     recipe();
     act_rule();
     shapes();

@@ -96,7 +96,7 @@ static void test_f32_accuracy(const ts_vec_kernels *vk) {
     check_f32_fn(vk, TSV_EXP, "exp", exp, -87.33f, 88.72f, 0, 2);
     check_f32_fn(vk, TSV_LOG, "log", log, 0.0f, 3.4e38f, 0, 2);
     check_f32_fn(vk, TSV_TANH, "tanh", tanh, -20.0f, 20.0f, 0, 3);
-    check_f32_fn(vk, TSV_ERF, "erf", erf, -5.0f, 5.0f, 0, 3);
+    check_f32_fn(vk, TSV_ERF, "erf", erf, -5.0f, 5.0f, 0, 1.04);
     /* 1 + erf(x) = erfc(-x): the tail keeps its relative accuracy (e^-x^2 carries x^2's rounding,
      * the division's variable its own: a few ulps over the whole range), measured at |x| <= 4 */
     check_f32_fn(vk, TSV_ONEP_ERF, "1+erf", ref_onep_erf, -4.0f, 4.0f, 0, 6);

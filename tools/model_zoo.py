@@ -11,7 +11,8 @@ Options: --img-size N (a smaller square input where the model allows it: timm mo
 `img_size` are built with it; a model that fails at N falls back to its default size),
 --timeout S per side (default 900), --mem-gib G (RLIMIT_AS of each side, default 6),
 --work DIR (scratch, default /tmp/model_zoo; a model's files are deleted after it unless
---keep), --json FILE / --page FILE (default bench/results/SUITE-zoo.json / .md; results merge
+--keep), --interleave (--all / --pattern: take the families in turn, one model of each per round, so
+that a partial run covers every family), --json FILE / --page FILE (default bench/results/SUITE-zoo.json / .md; results merge
 into the JSON by model name, the page is rendered from it), --skip-done (models already in the
 JSON are not run again).
 
@@ -212,6 +213,19 @@ def run_model(suite, name, kwargs, img, args):
     return rec, d
 
 
+def interleave(names):
+    """[[name, family], ...] reordered one model of each family per round, families and
+    the models within each in their listed order"""
+    fams = {}
+    for n, f in names:
+        fams.setdefault(f, []).append([n, f])
+    out, k = [], 0
+    while len(out) < len(names):
+        out += [m[k] for m in fams.values() if k < len(m)]
+        k += 1
+    return out
+
+
 def load_json(path):
     try:
         return json.load(open(path))
@@ -365,6 +379,7 @@ def main(argv):
     ap.add_argument("--page")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--skip-done", action="store_true")
+    ap.add_argument("--interleave", action="store_true")
     args = ap.parse_args(argv)
     if args.suite == "page":
         suite = args.names[0]
@@ -391,6 +406,8 @@ def main(argv):
                                           check=True).stdout.strip().splitlines()[-1])
         families = dict(names)
         if args.all or args.pattern:
+            if args.interleave:
+                names = interleave(names)
             todo += [(n, {}, args.img_size) for n, _ in names]
     todo += [(n, {}, args.img_size) for n in args.names]
     results = load_json(js)

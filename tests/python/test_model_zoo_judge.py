@@ -544,3 +544,17 @@ def test_exact_float64_batch_norm_beats_pytorch(torch_bn):
     stock = eps64_errors({k: got["stock_" + k] for k in ref}, ref)
     assert max(exact.values()) <= BN_BOUND, exact
     assert min(stock["y"], stock["dw"]) > 4 * BN_BOUND, stock
+
+
+def test_interleave_takes_the_families_in_turn():
+    """model_zoo.py --interleave: one model of each family a round, in listed order, none lost
+    or repeated (a partial run of the whole zoo then covers every family)"""
+    spec = importlib.util.spec_from_file_location(
+        "model_zoo", os.path.join(ROOT, "tools", "model_zoo.py"))
+    mz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mz)
+    names = [["a1", "a"], ["a2", "a"], ["a3", "a"], ["b1", "b"], ["c1", "c"], ["c2", "c"]]
+    got = mz.interleave(names)
+    assert [n for n, _ in got] == ["a1", "b1", "c1", "a2", "c2", "a3"]
+    assert sorted(map(tuple, got)) == sorted(map(tuple, names))
+    assert mz.interleave([]) == []

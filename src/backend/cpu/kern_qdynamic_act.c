@@ -22,9 +22,9 @@
  * L. The scales are read as float16 when each is exactly one (tsi_quant_kparams' scales_f16:
  * ts_quantize_int4_symmetric_weight's), else as float32: the same values.
  *
- * Below AVX512-VNNI (tsi_qgemm_kind_get: AVX-VNNI or AVX2 alone) int8 weights take 256-bit forms of
- * the VNNI int8 loop (the same dot and correction; AVX2 with vpmaddubsw on split bytes, exact);
- * int4 weights the portable loop. */
+ * Below AVX512-VNNI (tsi_qgemm_kind_get: AVX-VNNI or AVX2 alone) int8 and int4 weights take
+ * 256-bit forms of the VNNI loops (the same dots, corrections and float32 steps; AVX2 with
+ * vpmaddubsw, exact: on split bytes for int8, on nibbles for int4). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -440,26 +440,149 @@ DA_BLK_I8_256(blk_i8_avx2, TS_DA8_AVX2, DA_DOT_AVX2)
 #undef DA_DOT_AVXVNNI
 #undef DA_DOT_AVX2
 
-#define DA_RUN_256(NAME, ATTR, BLK)                                                                \
+/* ------------------------------------------------------------------ AVX-VNNI and AVX2 (int4)
+ * blk_u4's integers and float32 steps with the 16 lanes of a unit in two registers of 8 (lanes
+ * 0-7: bytes 0-31 of the unit's weights and of each half of xp; lanes 8-15: bytes 32-63), each
+ * lane's sum exact (AVX2: vpmaddubsw of a nibble, at most 15 * 127 * 2 a pair, then vpmaddwd by
+ * 1), the same fma per lane, and tree16 as hsum16 adds. The lanes' scales and zero points come
+ * from the unit's groups (4 for group size 32, 2 for 64, 1 above) spread by vpermps; a short last
+ * unit fills them one by one, 0 past its groups (its other lanes: 0 + 0 times a scale of 0). */
+#define DA_DOT4_AVXVNNI(acc, u, x0) ((acc) = _mm256_dpbusd_avx_epi32((acc), (u), (x0)))
+#define DA_DOT4_AVX2(acc, u, x0)                                                                   \
+    ((acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x0)), one)))
+#define DA_BLK_U4_256(NAME, ATTR, DOT)                                                             \
+    ATTR __attribute__((always_inline)) static inline void NAME(                                   \
+        const da_x *d, int64_t m, int64_t n0, int nr, bool h16, bool uz, float *out) {             \
+        const ts_wo_args *a = d->a;                                                                \
+        const int64_t K = a->k, gs = a->group_size, G = K / gs, rb = K / 2;                        \
+        const __m256i lo4 = _mm256_set1_epi8(15), one = _mm256_set1_epi16(1);                      \
+        (void)one;                                                                                 \
+        const __m256i i0 = gs == 32 ? _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)                    \
+                                    : _mm256_setzero_si256(),                                      \
+                      i1 = gs == 32   ? _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)                  \
+                           : gs == 64 ? _mm256_set1_epi32(1)                                       \
+                                      : _mm256_setzero_si256();                                    \
+        __m256 f0[DA_NB], f1[DA_NB];                                                               \
+        for (int r = 0; r < nr; r++) f0[r] = f1[r] = _mm256_setzero_ps();                          \
+        for (int64_t c = 0; c < K; c += 128) {                                                     \
+            const bool part = K - c < 128;                                                         \
+            const int8_t *xp = d->xp + m * d->kp + c;                                              \
+            const int32_t *xc = d->xc + m * (d->kp / 8) + c / 8;                                   \
+            const __m256i xe0 = _mm256_loadu_si256((const void *)xp),                              \
+                          xe1 = _mm256_loadu_si256((const void *)(xp + 32)),                       \
+                          xo0 = _mm256_loadu_si256((const void *)(xp + 64)),                       \
+                          xo1 = _mm256_loadu_si256((const void *)(xp + 96)),                       \
+                          st0 = _mm256_loadu_si256((const void *)xc),                              \
+                          st1 = _mm256_loadu_si256((const void *)(xc + 8));                        \
+            const uint8_t *w = a->w + n0 * rb + c / 2;                                             \
+            for (int r = 0; r < nr; r++) {                                                         \
+                const int64_t i = (n0 + r) * G + c / gs;                                           \
+                DA_PREFETCH(w, (r + DA_PF4) * rb);                                                 \
+                __m128 sv;                                                                         \
+                __m128i zv = _mm_setzero_si128();                                                  \
+                __m256i b0, b1;                                                                    \
+                if (!part) {                                                                       \
+                    b0 = _mm256_loadu_si256((const void *)(w + r * rb));                           \
+                    b1 = _mm256_loadu_si256((const void *)(w + r * rb + 32));                      \
+                    if (gs == 32)                                                                  \
+                        sv = h16 ? _mm_cvtph_ps(_mm_loadl_epi64((const void *)(a->scales_h + i)))  \
+                                 : _mm_loadu_ps(a->scales + i);                                    \
+                    else if (gs == 64)                                                             \
+                        sv = h16 ? _mm_cvtph_ps(_mm_cvtsi32_si128(two_halves(a->scales_h + i)))    \
+                                 : _mm_castsi128_ps(                                               \
+                                       _mm_loadl_epi64((const void *)(a->scales + i)));            \
+                    else                                                                           \
+                        sv = _mm_set1_ps(h16 ? _cvtsh_ss(a->scales_h[i]) : a->scales[i]);          \
+                    if (!uz)                                                                       \
+                        zv = gs == 32   ? _mm_loadu_si128((const void *)(a->zero_points + i))      \
+                             : gs == 64 ? _mm_loadl_epi64((const void *)(a->zero_points + i))      \
+                                        : _mm_set1_epi32(a->zero_points[i]);                       \
+                } else {                                                                           \
+                    uint8_t wt[64] = {0};                                                          \
+                    float s4[4] = {0};                                                             \
+                    int32_t z4[4] = {0};                                                           \
+                    memcpy(wt, w + r * rb, (size_t)((K - c) / 2));                                 \
+                    b0 = _mm256_loadu_si256((const void *)wt);                                     \
+                    b1 = _mm256_loadu_si256((const void *)(wt + 32));                              \
+                    for (int64_t g = 0; g < (K - c) / gs; g++)                                     \
+                        s4[g] = scale_of(a, i + g), z4[g] = uz ? 0 : a->zero_points[i + g];        \
+                    sv = _mm_loadu_ps(s4), zv = _mm_loadu_si128((const void *)z4);                 \
+                }                                                                                  \
+                const __m256 sw = _mm256_castps128_ps256(sv);                                      \
+                __m256i d0 = st0, d1 = st1;                                                        \
+                if (!uz) {                                                                         \
+                    const __m256i zw = _mm256_castsi128_si256(zv);                                 \
+                    d0 = _mm256_mullo_epi32(_mm256_permutevar8x32_epi32(zw, i0), st0);             \
+                    d1 = _mm256_mullo_epi32(_mm256_permutevar8x32_epi32(zw, i1), st1);             \
+                }                                                                                  \
+                DOT(d0, _mm256_and_si256(b0, lo4), xe0);                                           \
+                DOT(d0, _mm256_and_si256(_mm256_srli_epi16(b0, 4), lo4), xo0);                     \
+                DOT(d1, _mm256_and_si256(b1, lo4), xe1);                                           \
+                DOT(d1, _mm256_and_si256(_mm256_srli_epi16(b1, 4), lo4), xo1);                     \
+                f0[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_permutevar8x32_ps(sw, i0),  \
+                                        f0[r]);                                                    \
+                f1[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_permutevar8x32_ps(sw, i1),  \
+                                        f1[r]);                                                    \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < nr; r++) {                                                             \
+            const __m256 h = _mm256_add_ps(f0[r], f1[r]);                                          \
+            const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));   \
+            const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));                                   \
+            out[r] = _mm_cvtss_f32(_mm_add_ss(p, _mm_shuffle_ps(p, p, 1))) * d->sx[m];             \
+        }                                                                                          \
+    }
+DA_BLK_U4_256(blk_u4_avxvnni, TS_DA8_AVXVNNI, DA_DOT4_AVXVNNI)
+DA_BLK_U4_256(blk_u4_avx2, TS_DA8_AVX2, DA_DOT4_AVX2)
+#undef DA_BLK_U4_256
+#undef DA_DOT4_AVXVNNI
+#undef DA_DOT4_AVX2
+
+/* the 256-bit loops over tokens and blocks of rows, int8 or int4 weights */
+#define DA_RUN_256(NAME, ATTR, BLK, BLK4)                                                          \
     ATTR static void NAME(const da_x *d, int64_t n0, int64_t nn) {                                 \
         const ts_wo_args *a = d->a;                                                                \
+        const bool h16 = a->scales_h != NULL, uz = a->uniform_zp;                                  \
         for (int64_t m = 0; m < a->m; m++) {                                                       \
             float out[DA_NB];                                                                      \
             for (int64_t n = n0; n < n0 + nn; n += DA_NB) {                                        \
                 const int nr = n0 + nn - n < DA_NB ? (int)(n0 + nn - n) : DA_NB;                   \
-                if (nr == DA_NB)                                                                   \
+                if (!a->int4 && nr == DA_NB)                                                       \
                     BLK(d, m, n, DA_NB, out);                                                      \
-                else                                                                               \
+                else if (!a->int4)                                                                 \
                     BLK(d, m, n, nr, out);                                                         \
+                else if (nr == DA_NB && h16 && uz) /* torchao's 8da4w: constant arguments */       \
+                    BLK4(d, m, n, DA_NB, true, true, out);                                         \
+                else                                                                               \
+                    BLK4(d, m, n, nr, h16, uz, out);                                               \
                 for (int r = 0; r < nr; r++)                                                       \
                     a->y[m * a->n + n + r] = out[r] + (a->bias ? a->bias[n + r] : 0.0f);           \
             }                                                                                      \
         }                                                                                          \
     }
-DA_RUN_256(run_avxvnni, TS_DA8_AVXVNNI, blk_i8_avxvnni)
-DA_RUN_256(run_avx2, TS_DA8_AVX2, blk_i8_avx2)
+DA_RUN_256(run_avxvnni, TS_DA8_AVXVNNI, blk_i8_avxvnni, blk_u4_avxvnni)
+DA_RUN_256(run_avx2, TS_DA8_AVX2, blk_i8_avx2, blk_u4_avx2)
 #undef DA_RUN_256
 #endif
+
+/* quant_row's bytes of a row in quant_row_vnni's xp layout (each unit of 128: its even elements,
+ * then its odd ones; zero padded to kp) with the lanes' starts in xc (zp0 times minus each lane's
+ * xq sum), for the 256-bit int4 kernels */
+static float quant_row_perm(const float *x, int64_t K, int64_t kp, int8_t *xp, int32_t *xc,
+                            int32_t zp0) {
+    const float s = quant_row(x, K, xp); /* in place: xp's row holds kp >= K bytes */
+    for (int64_t c = 0; c < kp; c += 128) {
+        int8_t u[128] = {0};
+        memcpy(u, xp + c, (size_t)(K - c < 128 ? K - c : 128));
+        for (int j = 0; j < 64; j++) xp[c + j] = u[2 * j], xp[c + 64 + j] = u[2 * j + 1];
+        for (int l = 0; l < 16; l++) {
+            int32_t sum = 0;
+            for (int e = 0; e < 8; e++) sum += u[8 * l + e];
+            xc[c / 8 + l] = -zp0 * sum;
+        }
+    }
+    return s;
+}
 
 bool tsi_cpu_da8_linear(const ts_wo_args *a) {
     const int64_t M = a->m, N = a->n, K = a->k;
@@ -468,10 +591,10 @@ bool tsi_cpu_da8_linear(const ts_wo_args *a) {
 #ifdef TS_HAVE_DA8_VNNI
     const tsi_qgemm_kind kind = tsi_qgemm_kind_get();
     vnni = kind == TSI_QGEMM_AVX512VNNI;
-    if (!a->int4 && (kind == TSI_QGEMM_AVXVNNI || kind == TSI_QGEMM_AVX2)) k256 = kind;
+    if (kind == TSI_QGEMM_AVXVNNI || kind == TSI_QGEMM_AVX2) k256 = kind;
 #endif
     da_x d = {.a = a, .kp = (K + 127) & ~(int64_t)127};
-    const bool perm = vnni && a->int4;
+    const bool perm = (vnni || k256) && a->int4;
     /* floats and int32 first (sx, xsum, xc), then the bytes (xq or xp) */
     const size_t bytes =
         (size_t)M * (sizeof(float) + sizeof(int32_t)) +
@@ -503,6 +626,11 @@ bool tsi_cpu_da8_linear(const ts_wo_args *a) {
             continue;
         }
 #endif
+        if (perm) {
+            const int32_t zp0 = a->uniform_zp ? a->zero_points[0] : 1;
+            d.sx[m] = quant_row_perm(x, K, d.kp, d.xp + m * d.kp, d.xc + m * (d.kp / 8), zp0);
+            continue;
+        }
         d.sx[m] = quant_row(x, K, d.xq + m * K);
         if (k256) { /* the 256-bit kernels' correction: the row's xq sum */
             int32_t sum = 0;

@@ -177,6 +177,7 @@ bool tsi_vec_unary_has(ts_unary_op op) {
     case TS_U_EXP:
     case TS_U_LOG:
     case TS_U_TANH:
+    case TS_U_ERF:
     case TS_U_SIGMOID:
     case TS_U_GELU:
     case TS_U_SILU:

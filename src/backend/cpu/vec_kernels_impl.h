@@ -262,6 +262,9 @@ static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, in
     case TS_U_TANH:
         TSV_MAP1(TSV_NAME(tsv_tanh), 0.0f);
         break;
+    case TS_U_ERF:
+        TSV_MAP1(TSV_NAME(tsv_erf), 0.0f);
+        break;
     case TS_U_SIGMOID:
         TSV_MAP1(TSV_NAME(tsv_sigmoid), 0.0f);
         break;
