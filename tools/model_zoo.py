@@ -12,7 +12,8 @@ Options: --img-size N (a smaller square input where the model allows it: timm mo
 --timeout S per side (default 900), --mem-gib G (RLIMIT_AS of each side, default 6),
 --work DIR (scratch, default /tmp/model_zoo; a model's files are deleted after it unless
 --keep), --interleave (--all / --pattern: take the families in turn, one model of each per round, so
-that a partial run covers every family), --json FILE / --page FILE (default bench/results/SUITE-zoo.json / .md; results merge
+that a partial run covers every family), --retry-default (with --img-size: a model wrong there is
+judged again at its default size, the small run's verdict kept in the record), --json FILE / --page FILE (default bench/results/SUITE-zoo.json / .md; results merge
 into the JSON by model name, the page is rendered from it), --skip-done (models already in the
 JSON are not run again).
 
@@ -73,6 +74,7 @@ the final flow alone is judged as an output (with the input and parameter gradie
 statistics, as for the others); PyTorch's float64 reference makes torchvision's float32
 coordinate grid in float64 (model_zoo_torch.flow_dtype).
 """
+import argparse
 import json
 import os
 import resource
@@ -210,6 +212,23 @@ def run_model(suite, name, kwargs, img, args):
             rec[k] = res[k]
     if meta.get("low64"):  # parts computed in float32 under .double(): rule 1 at rule 2's bound
         rec["low64"] = meta["low64"]
+    return rec, d
+
+
+def retry_default(suite, name, kw, img, args, small, d):
+    """--retry-default: a model wrong at --img-size N is judged again at its default size (a
+    late BatchNorm that sees a handful of values a channel at N, e.g. 2 x 2 x 2 at 64x64, makes
+    its gradients follow every upstream float32 rounding: session 52's finding), with at least
+    10 GiB and 900 s a side; the record keeps the small run's verdict in `small_size`"""
+    if d and not args.keep:
+        shutil.rmtree(d, ignore_errors=True)
+    big = argparse.Namespace(**vars(args))
+    big.mem_gib, big.timeout = max(args.mem_gib, 10.0), max(args.timeout, 900)
+    rec, d = run_model(suite, name, kw, None, big)
+    rec["small_size"] = {k: small.get(k) for k in ("img", "status", "worst_ratio", "worst_key")}
+    note = "wrong at %dx%d (worst ratio %s at %s); judged at its default size" % (
+        img, img, _fmt(small.get("worst_ratio")), small.get("worst_key", "?"))
+    rec["note"] = (rec["note"] + "; " + note) if rec.get("note") else note
     return rec, d
 
 
@@ -364,7 +383,6 @@ def render(suite, results, page, command):
 
 
 def main(argv):
-    import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suite", choices=["timm", "torchvision", "page"])
     ap.add_argument("names", nargs="*")
@@ -380,6 +398,7 @@ def main(argv):
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--skip-done", action="store_true")
     ap.add_argument("--interleave", action="store_true")
+    ap.add_argument("--retry-default", action="store_true")
     args = ap.parse_args(argv)
     if args.suite == "page":
         suite = args.names[0]
@@ -424,6 +443,8 @@ def main(argv):
             d = None
         else:
             rec, d = run_model(suite, name, kw, img, args)
+            if img and args.retry_default and rec["status"] == "wrong":
+                rec, d = retry_default(suite, name, kw, img, args, rec, d)
         # read-merge-write: another run writing the same JSON meanwhile keeps its records
         fresh = load_json(js)
         fresh.update({k: results[k] for k in ("_limits", "_command")})

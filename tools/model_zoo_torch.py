@@ -80,6 +80,8 @@ FRAMES = {"s3d": 16, "mvit_v1_b": 16, "mvit_v2_s": 16}
 # batch 1 where batch 2 does not fit the address-space limit (MViT's float64 backward at its fixed
 # 16 x 224 x 224 clip; it has no BatchNorm, so the batch size changes nothing else)
 BATCH_OF = {"mvit_v1_b": 1, "mvit_v2_s": 1}
+# batch 4 for a model with a BatchNorm over the batch alone (model_zoo_common.batch_norm_over_batch)
+BATCH_BN1D = 4
 
 
 def input_shape(suite, name, fam, size):
@@ -215,6 +217,9 @@ def ref(suite, name, out_dir, img_size=None, kwargs=None):
         size = default_size(suite, model, fam)
     shape = input_shape(suite, name, fam, size)
     x32 = zc.input_array(shape).astype(np.float32)
+    if shape[0] == BATCH and zc.batch_norm_over_batch(model, x32, fam, torch):
+        shape = (BATCH_BN1D,) + tuple(shape[1:])
+        x32 = zc.input_array(shape).astype(np.float32)
     os.makedirs(out_dir, exist_ok=True)
     sd = model.state_dict()
     torch.save({k: v.detach().clone() for k, v in sd.items()}, os.path.join(out_dir, "sd.pt"))

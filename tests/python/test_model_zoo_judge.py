@@ -558,3 +558,50 @@ def test_interleave_takes_the_families_in_turn():
     assert [n for n, _ in got] == ["a1", "b1", "c1", "a2", "c2", "a3"]
     assert sorted(map(tuple, got)) == sorted(map(tuple, names))
     assert mz.interleave([]) == []
+
+
+def test_retry_default_judges_again_at_the_default_size(monkeypatch, tmp_path):
+    """--retry-default: the second run is at the default size (img None) with at least 10 GiB and
+    900 s, and the record keeps the small run's verdict and says why it was rerun"""
+    spec = importlib.util.spec_from_file_location(
+        "model_zoo", os.path.join(ROOT, "tools", "model_zoo.py"))
+    mz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mz)
+    calls = []
+
+    def fake_run(suite, name, kw, img, args):
+        calls.append((img, args.mem_gib, args.timeout))
+        return dict(name=name, status="pass", worst_ratio=1.5, worst_key="grad:input@cpu"), None
+
+    monkeypatch.setattr(mz, "run_model", fake_run)
+    args = mz.argparse.Namespace(mem_gib=6.0, timeout=300, keep=False, work=str(tmp_path))
+    small = dict(img=64, status="wrong", worst_ratio=41.6, worst_key="grad:param:bn.weight@cpu")
+    rec, _ = mz.retry_default("timm", "m", {}, 64, args, small, None)
+    assert calls == [(None, 10.0, 900)]
+    assert rec["status"] == "pass" and rec["small_size"]["worst_ratio"] == 41.6
+    assert rec["small_size"]["status"] == "wrong" and "64x64" in rec["note"]
+    assert "41.6" in rec["note"] and args.mem_gib == 6.0  # the caller's limits are untouched
+
+
+def test_batch_norm_over_batch_is_found():
+    """model_zoo_common.batch_norm_over_batch (the judge's batch 4 rule) on Tessera's own nn:
+    a BatchNorm1d head over [B, C] is found; one over tokens ([B * N, C]) and a BatchNorm2d are
+    not; the hooks are gone afterwards"""
+    nn = tessera.nn
+
+    class Head(nn.Module):
+        def __init__(self, tokens):
+            super().__init__()
+            self.tokens, self.fc, self.bn = tokens, nn.Linear(4, 6), nn.BatchNorm1d(6)
+
+        def forward(self, x):
+            h = self.fc(x.reshape(x.shape[0], -1, 4))
+            return self.bn(h.flatten(0, 1) if self.tokens else h.mean(1))
+
+    x = np.ones((2, 3, 4), np.float32)
+    head = Head(False)
+    assert zc.batch_norm_over_batch(head, x, "", tessera)
+    assert not head.bn._forward_hooks
+    assert not zc.batch_norm_over_batch(Head(True), x, "", tessera)
+    conv = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4))
+    assert not zc.batch_norm_over_batch(conv, np.ones((2, 3, 4, 4), np.float32), "", tessera)
