@@ -205,6 +205,42 @@ static void test_make_reshape(void) {
     ts_scope_end();
 }
 
+/* ts_reshape / ts_flatten of a per-tensor quantized tensor (a quantized model's flatten after its
+ * pool) give ts_quantized_reshape's result, -1 inferred; per channel keeps its error; ts_dropout
+ * passes a quantized input through in eval mode and refuses it in training */
+static void test_reshape_flatten_dropout(void) {
+    ts_scope_begin();
+    const uint8_t v[6] = {3, 1, 2, 250, 255, 7};
+    ts_tensor *q = qu8(TS_SHAPE(2, 3, 1), v, 0.25, 9);
+    ts_tensor *f = ts_flatten(q, 1, -1), *r = ts_reshape(q, TS_SHAPE(-1, 2));
+    CHECK(f && ts_dtype_of(f) == TS_QUINT8 && ts_shape_of(f).ndim == 2 && ts_size(f, 1) == 3);
+    CHECK(r && ts_shape_of(r).ndim == 2 && ts_size(r, 0) == 3 && ts_size(r, 1) == 2);
+    int64_t zp = -1;
+    CHECK(f && r && ts_q_scale(f) == 0.25 && ts_q_zero_point(r, &zp) == TS_OK && zp == 9);
+    uint8_t got[6] = {0};
+    host_u8(f, got, 6);
+    CHECK(memcmp(got, v, 6) == 0);
+    memset(got, 0, sizeof got);
+    host_u8(r, got, 6);
+    CHECK(memcmp(got, v, 6) == 0);
+    CHECK(!ts_reshape(q, TS_SHAPE(4)));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "reshape");
+    const int8_t w[4] = {-128, 0, 5, 127};
+    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
+        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
+        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
+        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 0);
+    CHECK(!ts_flatten(pc, 0, -1));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized per tensor");
+    ts_tensor *d = ts_dropout(q, 0.5, false);
+    CHECK(d == q);
+    CHECK(!ts_dropout(q, 0.5, true));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "dropout: a quantized input is passed through in eval mode only");
+    CHECK(ts_dropout(q, 0.0, true) == q);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 /* one (min, max) pair through ts_calculate_qparams */
 static void qp(float mn, float mx, int64_t qmin, int64_t qmax, bool sym, int64_t szp, float *s,
                int64_t *z) {
@@ -308,6 +344,7 @@ int main(void) {
     test_adaptive_avg();
     test_add_cat();
     test_make_reshape();
+    test_reshape_flatten_dropout();
     test_qparams();
     return ts_test_finish();
 }

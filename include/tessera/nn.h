@@ -114,6 +114,8 @@ TS_API ts_tensor *ts_channel_shuffle(ts_tensor *x, int64_t groups);
  * TS_ERR_SHAPE / TS_ERR_DTYPE with PyTorch's messages. */
 TS_API ts_tensor *ts_bilinear(ts_tensor *input1, ts_tensor *input2, ts_tensor *weight,
                               ts_tensor *bias);
+/* x itself when nothing is dropped (!training, p 0, no element), as PyTorch; a quantized x only
+ * then (passed through: eval mode), TS_ERR_DTYPE otherwise */
 TS_API ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
 /* in place: the dropped and rescaled values written into x, which is returned (retained into the
  * scope), as F.dropout(inplace=True) */

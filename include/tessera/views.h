@@ -13,7 +13,9 @@ extern "C" {
 /* views (share storage with their input) */
 TS_API ts_tensor *ts_view(ts_tensor *t,
                           ts_shape s); /* one dim may be -1; needs compatible strides */
-TS_API ts_tensor *ts_reshape(ts_tensor *t, ts_shape s); /* view when possible, else a copy */
+/* view when possible, else a copy; a per-tensor quantized t: ts_quantized_reshape's copy (also
+ * for ts_flatten) */
+TS_API ts_tensor *ts_reshape(ts_tensor *t, ts_shape s);
 /* Tensor.view(dtype): t's bytes as dtype; another element size scales the last dim (which needs
  * unit stride) by the ratio. No gradient through a change of dtype (as PyTorch). */
 TS_API ts_tensor *ts_view_dtype(ts_tensor *t, ts_dtype dtype);

@@ -6,9 +6,11 @@
  * without a word. So the core refuses a quantized tensor or dtype at the doors the complex gate
  * uses (tsi_check_input, tsi_new, tsi_cast, shared storage: TSI_DTYPE_GATE in internal.h) unless
  * the op's name is here. Each name here is a function of src/ops/quantize.c or qlinear.c, or a
- * query that reads no element. Views, copies and device moves are not here yet: they must carry
- * the descriptor (and adjust a per-channel axis), which they do not. Each quantized op under
- * src/ops/q*.c is listed only once it reads its quantized inputs through their parameters. */
+ * query that reads no element; dropout passes a quantized input through in eval mode (PyTorch's
+ * quantized models keep their Dropout modules) and refuses it in training. Views, copies and device
+ * moves are not here yet: they must carry the descriptor (and adjust a per-channel axis), which
+ * they do not. Each quantized op under src/ops/q*.c is listed only once it reads its quantized
+ * inputs through their parameters. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@
 static const char *const quant_ops[] = {
     "dequantize",
     "device_of",
+    "dropout",
     "dtype_of",
     "dynamic_quantized_linear",
     "element_size",

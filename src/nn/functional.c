@@ -181,7 +181,13 @@ ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
                              "%s: dropout probability has to be between 0 and 1, but got %g", op,
                              p),
                NULL;
-    if (!tsi_is_float(x->dtype))
+    if (tsi_is_quantized(x->dtype) && training && p > 0)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: a quantized input is passed through in eval mode only "
+                             "(training with p %g: take ts_dequantize first; got %s)",
+                             op, p, tsi_desc(x)),
+               NULL;
+    if (!tsi_is_float(x->dtype) && !tsi_is_quantized(x->dtype))
         return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating point input, got %s", op,
                              tsi_desc(x)),
                NULL;

@@ -6,6 +6,7 @@
 #include "autograd/copy_slices.h"
 #include "autograd/trace.h"
 #include "ops/view_grad.h"
+#include "tessera/quant.h"
 
 /* A view of t, recorded with the backward `fn` and integer parameters ip (may be NULL). */
 static ts_tensor *record_view(ts_tensor *t, ts_tensor *out, const char *name, const char *op,
@@ -108,7 +109,18 @@ ts_tensor *ts_view(ts_tensor *t, ts_shape s) {
     return trace_shape("view", t, v, given);
 }
 
+/* reshape / flatten of a quantized tensor (torch.flatten after a quantized pool): the same
+ * integers and parameters in the new shape, through ts_quantized_reshape (a copy: quantized
+ * tensors are never views; per tensor only, its error otherwise) */
+static ts_tensor *reshape_quantized(ts_tensor *t, ts_shape s) {
+    if (!tsi_check_input("quantized_reshape", t, "input") ||
+        !infer_shape("reshape", &s, tsi_numel(t->shape)))
+        return NULL;
+    return ts_quantized_reshape(t, s);
+}
+
 ts_tensor *ts_reshape(ts_tensor *t, ts_shape s) {
+    if (t && tsi_is_quantized(t->dtype)) return reshape_quantized(t, s);
     if (!tsi_check_input("reshape", t, "tensor")) return NULL;
     const ts_shape given = s;
     if (!infer_shape("reshape", &s, tsi_numel(t->shape)) || !tsi_check_shape("reshape", s))
@@ -128,7 +140,9 @@ ts_tensor *ts_reshape(ts_tensor *t, ts_shape s) {
 }
 
 ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim) {
-    if (!tsi_check_input("flatten", t, "tensor")) return NULL;
+    if (!tsi_check_input(t && tsi_is_quantized(t->dtype) ? "quantized_reshape" : "flatten", t,
+                         "tensor"))
+        return NULL;
     int n = t->shape.ndim;
     if (n == 0) return ts_reshape(t, TS_SHAPE(1));
     int a = tsi_wrap_dim("flatten", start_dim, n), b = tsi_wrap_dim("flatten", end_dim, n);

@@ -158,7 +158,8 @@ def test_all_builders_listed():
                "squeezenet", "vgg", "vision_transformer")  # the later families: their own tests
     mods = [M.get_model_builder(n).__module__ for n in M.list_models()]
     assert sum(m.rsplit(".", 1)[-1] in classic for m in mods
-               if ".video." not in m) == 41 + 3  # + efficientnet_v2_s/m/l (video.resnet: not)
+               if ".video." not in m and ".quantization." not in m) == 41 + 3
+    # + efficientnet_v2_s/m/l (video.resnet and quantization.*: test_vision_quantized.py)
 
 
 def test_small_vit_forward():

@@ -41,6 +41,8 @@ from . import segmentation  # noqa: E402 (torchvision.models.segmentation)
 
 from . import optical_flow, video  # noqa: E402 (torchvision.models.video / .optical_flow)
 
+from . import quantization  # noqa: E402 (torchvision.models.quantization)
+
 _BUILDERS = {name: obj for name, obj in dict(globals()).items()
              if callable(obj) and name[:1].islower() and not name.startswith("_")}
 _BUILDERS.update({name: getattr(segmentation, name) for name in segmentation.__all__
@@ -49,6 +51,8 @@ _BUILDERS.update({name: getattr(detection, name) for name in detection.__all__
                   if name[:1].islower()})
 _BUILDERS.update({name: getattr(mod, name) for mod in (video, optical_flow)
                   for name in mod.__all__ if name[:1].islower()})
+_BUILDERS.update({"quantized_" + name: getattr(quantization, name)  # torchvision's names
+                  for name in quantization.__all__ if name[:1].islower()})
 
 
 def list_models():

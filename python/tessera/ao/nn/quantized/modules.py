@@ -263,8 +263,8 @@ def _quantize_weight(weight, qconfig):
 
 
 class FloatFunctional(Module):
-    """torch.ao.nn.quantized.FloatFunctional: float add / add_relu / cat observed by
-    activation_post_process (Identity until prepare)"""
+    """torch.ao.nn.quantized.FloatFunctional: float add / add_relu / cat / mul / matmul observed
+    by activation_post_process (Identity until prepare); add_scalar / mul_scalar unobserved"""
 
     def __init__(self):
         super().__init__()
@@ -282,6 +282,18 @@ class FloatFunctional(Module):
 
     def cat(self, x, dim=0):
         return self.activation_post_process(tessera.cat(x, dim=dim))
+
+    def mul(self, x, y):
+        return self.activation_post_process(tessera.mul(x, y))
+
+    def matmul(self, x, y):
+        return self.activation_post_process(tessera.matmul(x, y))
+
+    def add_scalar(self, x, y):  # not observed, as PyTorch's: the quantized op needs no qparams
+        return tessera.add(x, y)
+
+    def mul_scalar(self, x, y):
+        return tessera.mul(x, y)
 
 
 class QFunctional(Module):
