@@ -281,12 +281,22 @@ def scalar_group(key):
     return ".".join("*" if part.isdigit() else part for part in name.split("."))
 
 
+def _pooled_err(r):
+    """a member's errors in its group's sample: the branch-matched pair where rule 3 ran on it
+    (its plain error then carries a kink flip's O(upstream) change, not a float32 rounding:
+    efficientvim_m4's stage-0 mixer.D, 1e-2 plain, 1e-6 matched, sank its group), else its own"""
+    if r.get("err_bm") is not None and r.get("err_torch_bm") is not None:
+        return r["err_bm"], r["err_torch_bm"]
+    return r["err"], r["err_torch"]
+
+
 def pool_scalars(rows):
     """rule 4 on a model's verdict rows (dicts with device, key, err, err_torch, ok, why, ratio
     and numel, as judge_tensor's callers write them; changed in place): every parameter
     gradient with numel 1 is grouped by (device, scalar_group(key)); in a group of n >= 2 with a
     member that failed rule 2 only (why "max"), the group's rms errors are judged by rule 2's
-    bound, and when they pass each such member becomes ok with pooled=True, ratio = the group's
+    bound (each member's branch-matched errors where rule 3 ran on it: _pooled_err), and when
+    they pass each such member becomes ok with pooled=True, ratio = the group's
     ratio (ratio_max keeps rule 2's) and pool_group = "GROUP@DEVICE". A member that failed rule 1
     (why "float64") or is missing stays failed. Returns {"GROUP@DEVICE": dict(n, passed, ratio,
     rms, rms_torch)} for every group that had a rule-2 failure (passed = members passed by
@@ -300,8 +310,8 @@ def pool_scalars(rows):
         todo = [r for r in members if not r["ok"] and r.get("why") == "max"]
         if not todo:
             continue
-        e = np.array([r["err"] for r in members], dtype=np.float64)
-        et = np.array([r["err_torch"] for r in members], dtype=np.float64)
+        e = np.array([_pooled_err(r)[0] for r in members], dtype=np.float64)
+        et = np.array([_pooled_err(r)[1] for r in members], dtype=np.float64)
         rms = float(np.sqrt(np.mean(e * e)))
         rms_t = float(np.sqrt(np.mean(et * et)))
         ratio, ok = judge(rms, rms_t)

@@ -353,6 +353,31 @@ def test_planted_systematic_error_in_every_scalar_fails_rule_4():
     assert zc.finish(dict(rows=rows))["status"] == "wrong"
 
 
+def test_kink_flipped_members_enter_the_pool_on_matched_branches():
+    """rule 4 takes a member's branch-matched errors where rule 3 ran on it: efficientvim_m4's
+    mixer.D group (numbers from its run), where three stage-0 members' plain errors came from a
+    ReLU flip (1e-2 plain, 1e-6 .. 2e-5 matched) and sank the group's rms with them; on matched
+    branches the group passes. A member without rule 3 keeps its plain errors"""
+    pairs = [(1.82e-2, 7.0e-5, 1.25e-6, 6.65e-6), (6.29e-3, 4.8e-5, 9.08e-6, 7.39e-6),
+             (1.06e-3, 5.3e-5, 1.85e-5, 2.04e-5), (2.60e-3, 1.87e-6, 9.01e-6, 1.87e-6),
+             (4.4e-6, 2.7e-6, None, None), (2.6e-6, 7.1e-7, None, None),
+             (5.2e-6, 7.2e-6, None, None), (9.6e-6, 1.75e-5, None, None)]
+    rows = []
+    for i, (e, et, ebm, etbm) in enumerate(pairs):
+        key = "grad:param:stages.%d.blocks.%d.mixer.D" % (i // 4, i % 4)
+        v = zc.judge_tensor(key, e, et, err64=0.0, err_bm=ebm, err_torch_bm=etbm)
+        row = dict(device="cpu", key=key, err=e, err_torch=et, ratio=v["ratio"], ok=bool(v["ok"]),
+                   why=v["why"], numel=1)
+        if ebm is not None:
+            row.update(err_bm=ebm, err_torch_bm=etbm)
+        rows.append(row)
+    assert not rows[3]["ok"] and rows[3]["why"] == "max"  # rule 3 alone: 9.0e-6 > 4 x 1.9e-6
+    g = zc.pool_scalars(rows)["stages.*.blocks.*.mixer.D@cpu"]
+    assert g["passed"] == 1 and g["ratio"] <= zc.K and rows[3]["ok"], g
+    assert g["rms"] < 2e-5  # the plain errors' rms would be 7e-3
+    assert zc._pooled_err(rows[4]) == (4.4e-6, 2.7e-6)
+
+
 def test_group_of_one_and_rule_1_are_not_pooled():
     """a scalar without a sibling (a stem's) stays under rule 2; a scalar that failed the float64
     gate stays failed in a passing group; tensors of more than one element, and each device,
