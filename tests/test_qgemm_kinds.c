@@ -14,6 +14,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/qgemm_vnni.h"
+#include "host_values.h"
 #include "tessera/quant.h"
 #include "ts_test.h"
 
@@ -27,16 +28,6 @@ static int64_t rnd(int64_t lo, int64_t hi) { /* xorshift in [lo, hi] */
 enum { MODE_RANDOM, MODE_U255_P127, MODE_U255_M128, MODE_S127_M128, MODE_SM128_M128, MODES };
 static const char *const mode_names[] = {"random", "x 255, w 127", "x 255, w -128",
                                          "x 127, w -128 (signed)", "x -128, w -128 (signed)"};
-
-static ts_tensor *qmake(ts_shape s, ts_dtype dt, const int64_t *vals, double scale, int64_t zp) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    float *f = malloc((size_t)n * sizeof *f);
-    for (int64_t i = 0; i < n; i++) f[i] = (float)((double)(vals[i] - zp) * scale);
-    ts_tensor *t = ts_quantize_per_tensor(ts_tensor_f32(s, f, (ts_opts){0}), scale, zp, dt);
-    free(f);
-    return t;
-}
 
 static int kinds_n;
 static tsi_qgemm_kind kinds[4];
@@ -70,7 +61,7 @@ static int one_case(int64_t M, int64_t N, int64_t K, int mode) {
     float *yf = malloc((size_t)(M * N) * 4), *yf0 = malloc((size_t)(M * N) * 4);
     int fails = 0;
     ts_scope_begin();
-    ts_tensor *x = qmake(TS_SHAPE(M, K), xu ? TS_QUINT8 : TS_QINT8, xv, 0.25, xzp);
+    ts_tensor *x = ts_test_quantized(TS_SHAPE(M, K), xu ? TS_QUINT8 : TS_QINT8, xv, 0.25, xzp);
     ts_tensor *w =
         ts_quantize_per_channel(ts_tensor_f32(TS_SHAPE(N, K), wf, (ts_opts){0}),
                                 ts_tensor_f64(TS_SHAPE(N), ws, (ts_opts){0}),

@@ -13,6 +13,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/qgemm_vnni.h"
+#include "host_values.h"
 #include "tessera/quant.h"
 #include "tessera/reductions.h"
 #include "ts_test.h"
@@ -273,15 +274,6 @@ static int64_t rnd(int64_t lo, int64_t hi) { /* xorshift in [lo, hi] */
 }
 
 /* x (quint8 / qint8) and w (qint8, per channel when pc) with the given integers */
-static ts_tensor *qmake(ts_shape s, ts_dtype dt, const int64_t *vals, double scale, int64_t zp) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    float *f = malloc((size_t)n * sizeof *f);
-    for (int64_t i = 0; i < n; i++) f[i] = (float)((double)(vals[i] - zp) * scale);
-    ts_tensor *t = ts_quantize_per_tensor(ts_tensor_f32(s, f, (ts_opts){0}), scale, zp, dt);
-    free(f);
-    return t;
-}
 
 static int lin_case(int64_t M, int64_t N, int64_t K, bool xu, bool pc, bool extreme) {
     int fails = 0;
@@ -292,7 +284,7 @@ static int lin_case(int64_t M, int64_t N, int64_t K, bool xu, bool pc, bool extr
     for (int64_t i = 0; i < N * K; i++) wv[i] = extreme ? -128 : rnd(-128, 127);
     const int64_t xzp = extreme ? 0 : rnd(xlo, xhi);
     /* scales powers of two, so quantizing the exact values gives the integers back */
-    ts_tensor *x = qmake(TS_SHAPE(M, K), xu ? TS_QUINT8 : TS_QINT8, xv, 0.25, xzp);
+    ts_tensor *x = ts_test_quantized(TS_SHAPE(M, K), xu ? TS_QUINT8 : TS_QINT8, xv, 0.25, xzp);
     double *ws = malloc((size_t)N * sizeof *ws);
     int64_t *wz = malloc((size_t)N * sizeof *wz);
     float *wf = malloc((size_t)(N * K) * sizeof *wf);

@@ -43,15 +43,9 @@ static void leaky_relu(float *v, int count, const void *arg) {
 /* X, X_scale, X_zero_point, Y_scale, Y_zero_point */
 static bool run_table(const tso_node *n, ts_tensor *const *in, ts_tensor **out,
                       void (*f)(float *, int, const void *), const void *arg) {
-    if (!tso_qms_check_q(n, in[0], "X")) return false;
-    const ts_dtype dt = ts_dtype_of(in[0]);
     float xs, ys;
     int64_t xz, yz;
-    if (!tso_qms_scale(n, in[1], "X_scale", &xs) ||
-        !tso_qms_zp(n, tso_nn_opt(n, in, 2), dt, "X_zero_point", &xz) ||
-        !tso_qms_scale(n, n->n_in > 3 ? in[3] : NULL, "Y_scale", &ys) ||
-        !tso_qms_zp(n, tso_nn_opt(n, in, 4), dt, "Y_zero_point", &yz))
-        return false;
+    if (!tso_qms_unary_params(n, in, true, &xs, &xz, &ys, &yz)) return false;
     TSO_DONE(tso_qms_lookup(in[0], xs, xz, ys, yz, f, arg));
 }
 

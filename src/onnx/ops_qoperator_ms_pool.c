@@ -13,7 +13,7 @@ TSO_QMS_RUN(tso_qms_run_global_average_pool) {
     ts_tensor *x = in[0];
     float xs, ys;
     int64_t xz, yz;
-    if (!tso_qms_unary_params(n, in, &xs, &xz, &ys, &yz)) return false;
+    if (!tso_qms_unary_params(n, in, false, &xs, &xz, &ys, &yz)) return false;
     const int nd = ts_ndim(x);
     if (nd < 3)
         return tso_fail(n, TS_ERR_SHAPE, "X must have a batch, a channel and spatial dims, got %s",

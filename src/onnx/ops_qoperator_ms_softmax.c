@@ -52,16 +52,11 @@ static void softmax_rows(const uint8_t *x, uint8_t *y, size_t rows, size_t d, bo
 TSO_QMS_RUN(tso_qms_run_softmax) {
     (void)c;
     ts_tensor *x = in[0];
-    if (!tso_qms_check_q(n, x, "X")) return false;
-    const ts_dtype dt = ts_dtype_of(x);
-    const bool s8 = dt == TS_I8;
     float xs, ys;
     int64_t xz, yz;
-    if (!tso_qms_scale(n, in[1], "X_scale", &xs) ||
-        !tso_qms_zp(n, tso_nn_opt(n, in, 2), dt, "X_zero_point", &xz) ||
-        !tso_qms_scale(n, n->n_in > 3 ? in[3] : NULL, "Y_scale", &ys) ||
-        !tso_qms_zp(n, tso_nn_opt(n, in, 4), dt, "Y_zero_point", &yz))
-        return false;
+    if (!tso_qms_unary_params(n, in, true, &xs, &xz, &ys, &yz)) return false;
+    const ts_dtype dt = ts_dtype_of(x);
+    const bool s8 = dt == TS_I8;
     if (!tso_attr(n, "opset"))
         return tso_fail(n, TS_ERR_ARG, "the attribute opset is required (ORT's too)");
     if (!(xs > 0) || !isfinite(xs))

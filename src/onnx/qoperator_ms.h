@@ -15,9 +15,10 @@ bool tso_qms_check_q(const tso_node *n, ts_tensor *t, const char *what);
 bool tso_qms_scale(const tso_node *n, ts_tensor *t, const char *what, float *v);
 bool tso_qms_zp(const tso_node *n, ts_tensor *t, ts_dtype dt, const char *what, int64_t *v);
 /* a unary quantized node's X (checked) and its (X, x_scale, x_zero_point, y_scale, y_zero_point)
- * parameters, as the pools read them */
-bool tso_qms_unary_params(const tso_node *n, ts_tensor *const *in, float *xs, int64_t *xz,
-                          float *ys, int64_t *yz);
+ * parameters; caps: the inputs are named X_scale ... Y_zero_point in the operator's schema (the
+ * table operators and QLinearSoftmax), else x_scale ... (the pools) */
+bool tso_qms_unary_params(const tso_node *n, ts_tensor *const *in, bool caps, float *xs,
+                          int64_t *xz, float *ys, int64_t *yz);
 /* v (any float or integer tensor holding integers or not) rounded half to even, clamped to dt's
  * range (uint8 / int8) and cast */
 ts_tensor *tso_qms_saturate(ts_tensor *v, ts_dtype dt);

@@ -66,12 +66,12 @@ ts_tensor *tso_qms_lookup(ts_tensor *x, float xs, int64_t xz, float ys, int64_t 
     return y ? ts_to_dtype(y, dt) : NULL;
 }
 
-bool tso_qms_unary_params(const tso_node *n, ts_tensor *const *in, float *xs, int64_t *xz,
-                          float *ys, int64_t *yz) {
+bool tso_qms_unary_params(const tso_node *n, ts_tensor *const *in, bool caps, float *xs,
+                          int64_t *xz, float *ys, int64_t *yz) {
     if (!tso_qms_check_q(n, in[0], "X")) return false;
     const ts_dtype dt = ts_dtype_of(in[0]);
-    return tso_qms_scale(n, in[1], "x_scale", xs) &&
-           tso_qms_zp(n, tso_nn_opt(n, in, 2), dt, "x_zero_point", xz) &&
-           tso_qms_scale(n, n->n_in > 3 ? in[3] : NULL, "y_scale", ys) &&
-           tso_qms_zp(n, tso_nn_opt(n, in, 4), dt, "y_zero_point", yz);
+    return tso_qms_scale(n, in[1], caps ? "X_scale" : "x_scale", xs) &&
+           tso_qms_zp(n, tso_nn_opt(n, in, 2), dt, caps ? "X_zero_point" : "x_zero_point", xz) &&
+           tso_qms_scale(n, n->n_in > 3 ? in[3] : NULL, caps ? "Y_scale" : "y_scale", ys) &&
+           tso_qms_zp(n, tso_nn_opt(n, in, 4), dt, caps ? "Y_zero_point" : "y_zero_point", yz);
 }

@@ -15,6 +15,10 @@ ts_tensor *ts_test_tensor_f64(ts_shape s, const double *v, ts_dtype dt, ts_devic
 bool ts_test_read_f64(ts_tensor *t, double *out, int64_t max);
 /* n values in [-1, 1) from a linear congruential sequence seeded by seed (reproducible inputs) */
 void ts_test_fill_uniform(double *v, int64_t n, int seed);
+/* a per-tensor quantized tensor (dt qint8 / quint8 / qint32) holding the integers vals (numel(s)):
+ * (vals - zp) * scale quantized back, exact for integers in dt's range */
+ts_tensor *ts_test_quantized(ts_shape s, ts_dtype dt, const int64_t *vals, double scale,
+                             int64_t zp);
 /* t is not NULL and has shape s */
 bool ts_test_shape_is(ts_tensor *t, ts_shape s);
 
