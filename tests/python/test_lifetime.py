@@ -181,8 +181,10 @@ def test_errors_stay_in_their_thread():
 @pytest.mark.parametrize("op", ["matmul", "sum", "backward"])
 def test_gil_is_released_during_ops(op):
     """With a huge switch interval the worker thread is never preempted: the main thread can run
-    while the worker is inside the op only if the op released the GIL."""
-    big = tessera.rand(700, 700, requires_grad=(op == "backward"))
+    while the worker is inside the op only if the op released the GIL. The ops last tens of
+    milliseconds (a 700 x 700 product took ~2 ms, which a loaded 2-core host could finish before
+    scheduling the main thread at all: a stop of session 52 failed so)."""
+    big = tessera.rand(1500, 1500, requires_grad=(op == "backward"))
     loss = (big @ big).sum() if op == "backward" else None
     run = {"matmul": lambda: big @ big, "sum": lambda: tessera.rand(4000, 4000).sum(),
            "backward": lambda: loss.backward()}[op]
