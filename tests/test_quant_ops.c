@@ -245,6 +245,182 @@ static void test_reshape_flatten_dropout(void) {
     ts_scope_end();
 }
 
+/* ---- view ops on per-tensor quantized tensors: each gives the quantized tensor of the same view
+ * of the integers (a contiguous copy with q's scale and zero point), checked byte for byte against
+ * the view op on the plain uint8 tensor of those integers */
+static ts_tensor *v_view(ts_tensor *t) { return ts_view(t, TS_SHAPE(4, 2, 3)); }
+static ts_tensor *v_transpose(ts_tensor *t) { return ts_transpose(t, 1, 2); }
+static ts_tensor *v_permute(ts_tensor *t) { return ts_permute(t, TS_DIMS(2, 0, 1)); }
+static ts_tensor *v_narrow(ts_tensor *t) { return ts_narrow(t, 1, 1, 2); }
+static ts_tensor *v_select(ts_tensor *t) { return ts_select(t, 2, 1); }
+static ts_tensor *v_slice(ts_tensor *t) { return ts_slice(t, 1, 0, 4, 2); }
+static ts_tensor *v_unsqueeze(ts_tensor *t) { return ts_unsqueeze(t, 1); }
+static ts_tensor *v_squeeze(ts_tensor *t) { return ts_squeeze_dim(ts_narrow(t, 0, 1, 1), 0); }
+static ts_tensor *v_expand(ts_tensor *t) {
+    return ts_expand(ts_narrow(t, 2, 2, 1), TS_SHAPE(2, 4, 3));
+}
+static ts_tensor *v_t(ts_tensor *t) { return ts_t(ts_select(t, 0, 1)); }
+static ts_tensor *v_movedim(ts_tensor *t) { return ts_movedim(t, TS_DIMS(0), TS_DIMS(2)); }
+static ts_tensor *v_contiguous(ts_tensor *t) { return ts_contiguous(t); }
+static ts_tensor *v_detach(ts_tensor *t) { return ts_detach(t); }
+static ts_tensor *v_split(ts_tensor *t) {
+    ts_tensor *o[3] = {0};
+    return ts_split(t, 3, 1, o, 3) == 2 ? o[1] : NULL; /* the short piece */
+}
+static ts_tensor *v_chunk(ts_tensor *t) {
+    ts_tensor *o[2] = {0};
+    return ts_chunk(t, 2, 2, o, 2) == 2 ? o[0] : NULL;
+}
+static ts_tensor *v_unbind(ts_tensor *t) {
+    ts_tensor *o[4] = {0};
+    return ts_unbind(t, 1, o, 4) == 4 ? o[3] : NULL;
+}
+
+static bool same_shape(ts_tensor *a, ts_tensor *b) {
+    const ts_shape x = ts_shape_of(a), y = ts_shape_of(b);
+    if (x.ndim != y.ndim) return false;
+    for (int i = 0; i < x.ndim; i++)
+        if (x.dims[i] != y.dims[i]) return false;
+    return true;
+}
+
+static void test_views(void) {
+    ts_scope_begin();
+    static ts_tensor *(*const ops[])(ts_tensor *) = {
+        v_view,   v_transpose, v_permute, v_narrow,     v_select, v_slice, v_unsqueeze, v_squeeze,
+        v_expand, v_t,         v_movedim, v_contiguous, v_detach, v_split, v_chunk,     v_unbind};
+    static const char *const names[] = {
+        "view",   "transpose", "permute", "narrow",     "select", "slice", "unsqueeze", "squeeze",
+        "expand", "t",         "movedim", "contiguous", "detach", "split", "chunk",     "unbind"};
+    uint8_t v[24];
+    for (int i = 0; i < 24; i++) v[i] = (uint8_t)rnd(0, 255);
+    ts_tensor *q = qu8(TS_SHAPE(2, 4, 3), v, 0.125, 17);
+    ts_tensor *p = ts_from_data(TS_SHAPE(2, 4, 3), TS_U8, v, (ts_opts){0});
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        ts_tensor *r = ops[k](q), *e = ts_contiguous(ops[k](p));
+        int64_t zp = -1;
+        const bool ok = r && e && ts_dtype_of(r) == TS_QUINT8 && ts_q_scale(r) == 0.125 &&
+                        ts_q_zero_point(r, &zp) == TS_OK && zp == 17 && same_shape(r, e) &&
+                        ts_is_contiguous(r);
+        uint8_t got[24] = {0}, want[24] = {1};
+        const size_t n = e ? (size_t)ts_numel(e) : 0;
+        if (ok) host_u8(r, got, n), ts_copy_to_host(e, want, n);
+        if (!ok || memcmp(got, want, n) != 0) {
+            fprintf(stderr, "view op %s on a quantized tensor: wrong result\n", names[k]);
+            CHECK(false);
+        }
+    }
+    /* a copy, not an alias: the input keeps its integers (no op writes a quantized tensor) */
+    ts_tensor *tr = ts_transpose(q, 0, 2);
+    CHECK(tr && ts_is_contiguous(tr) && ts_storage_offset(tr) == 0);
+    uint8_t back[24];
+    host_u8(q, back, 24);
+    CHECK(memcmp(back, v, 24) == 0);
+    /* detach of any scheme shares the tensor and its parameters */
+    const int8_t w[4] = {-128, 0, 5, 127};
+    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
+        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
+        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
+        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 1);
+    ts_tensor *pd = ts_detach(pc), *pk = ts_contiguous(pc);
+    CHECK(pd && ts_q_per_channel_axis(pd) == 1 && pk && ts_q_per_channel_axis(pk) == 1);
+    float f[4] = {0};
+    ts_copy_to_host(ts_dequantize(pd), f, sizeof f);
+    CHECK(f[0] == -64.0f && f[1] == -0.25f && f[2] == 2.5f && f[3] == 31.5f);
+    /* the other views of per-channel and packed int4 tensors refuse, naming the op */
+    CHECK(!ts_transpose(pc, 0, 1));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "transpose: views of quantized tensors take qint8, quint8 or "
+                                "qint32 quantized per tensor (input: qint8 [2, 2] on cpu, per "
+                                "channel)");
+    CHECK(!ts_select(pc, 0, 0));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "select: views of quantized tensors");
+    ts_tensor *x4 = ts_rand(TS_SHAPE(2, 4), (ts_opts){0});
+    ts_tensor *q4 =
+        ts_quantize_per_group(x4, ts_full(TS_SHAPE(2, 2), 0.1, (ts_opts){0}),
+                              ts_zeros(TS_SHAPE(2, 2), (ts_opts){.dtype = TS_I64}), 2, TS_QUINT4X2);
+    CHECK(q4 && ts_detach(q4) && ts_q_group_size(ts_detach(q4)) == 2);
+    CHECK(!ts_narrow(q4, 1, 0, 2));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "narrow: views of quantized tensors");
+    CHECK(!ts_contiguous(q4));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "packed int4");
+    /* reading the integers as another dtype, or plain bytes as quantized, has no parameters */
+    CHECK(!ts_view_dtype(q, TS_U8));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "view: cannot view quint8 [2, 4, 3] on cpu as uint8");
+    CHECK(!ts_view_dtype(p, TS_QUINT8));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "as quint8: a quantized tensor's integers");
+    CHECK(ts_view_dtype(q, TS_QUINT8) != NULL);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* ts_quantized_mean (and ts_mean / ts_mean_dim / ts_mean_dims on a quantized tensor): with a
+ * power-of-two scale every float32 step is exact, so the result is zp + nearbyint(sum(q - zp) /
+ * count) with ties to even, clamped: worked here in integers */
+static int64_t mean_ref(const uint8_t *v, const int64_t *idx, int n, int64_t zp) {
+    int64_t s = 0;
+    for (int i = 0; i < n; i++) s += (int64_t)v[idx[i]] - zp;
+    const double m = (double)s / n;
+    double r = nearbyint(m); /* the test runs in the default rounding mode: ties to even */
+    r += (double)zp;
+    return r < 0 ? 0 : r > 255 ? 255 : (int64_t)r;
+}
+
+static void test_mean(void) {
+    ts_scope_begin();
+    uint8_t v[24];
+    for (int i = 0; i < 24; i++) v[i] = (uint8_t)rnd(0, 255);
+    v[0] = 3, v[1] = 4, v[2] = 6, v[3] = 8; /* channel 0: (1 + 2 + 4 + 6) / 4 = 3.25 */
+    const int64_t zp = 2;
+    ts_tensor *q = qu8(TS_SHAPE(2, 3, 2, 2), v, 0.25, zp);
+    /* over the last two dims (ShuffleNetV2's global pool), keepdim both ways */
+    for (int keep = 0; keep < 2; keep++) {
+        ts_tensor *m = ts_mean_dims(q, TS_DIMS(2, 3), keep);
+        CHECK(m && ts_dtype_of(m) == TS_QUINT8 && ts_q_scale(m) == 0.25);
+        CHECK(m && ts_shape_of(m).ndim == (keep ? 4 : 2) && ts_numel(m) == 6);
+        uint8_t got[6] = {0};
+        if (m) host_u8(m, got, 6);
+        for (int c = 0; c < 6; c++) {
+            const int64_t idx[4] = {4 * c, 4 * c + 1, 4 * c + 2, 4 * c + 3};
+            CHECK_EQ((int64_t)got[c], mean_ref(v, idx, 4, zp));
+        }
+    }
+    /* one dim in the middle, and every element */
+    ts_tensor *m1 = ts_mean_dim(q, 1, false), *ma = ts_mean(q);
+    uint8_t g1[8] = {0}, ga = 0;
+    if (m1) host_u8(m1, g1, 8);
+    if (ma) host_u8(ma, &ga, 1);
+    CHECK(m1 && ts_shape_of(m1).ndim == 3 && ma && ts_shape_of(ma).ndim == 0);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 4; k++) {
+            const int64_t idx[3] = {12 * b + k, 12 * b + 4 + k, 12 * b + 8 + k};
+            CHECK_EQ((int64_t)g1[4 * b + k], mean_ref(v, idx, 3, zp));
+        }
+    int64_t all[24];
+    for (int i = 0; i < 24; i++) all[i] = i;
+    CHECK_EQ((int64_t)ga, mean_ref(v, all, 24, zp));
+    /* a tie: q = {2, 3, 2, 3}, zp 2: (0 + 1 + 0 + 1) / 4 = 0.5 rounds to even */
+    const uint8_t t[4] = {2, 3, 2, 3};
+    ts_tensor *mt = ts_mean(qu8(TS_SHAPE(4), t, 0.25, zp));
+    uint8_t gt = 9;
+    if (mt) host_u8(mt, &gt, 1);
+    CHECK_EQ((int)gt, 2); /* zp + nearbyint(0.5) = 2 + 0 */
+    /* refusals: per channel, empty, a bad dim */
+    const int8_t w[4] = {-128, 0, 5, 127};
+    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
+        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
+        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
+        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 0);
+    CHECK(!ts_mean_dim(pc, 1, false));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_mean: input must be qint8, quint8 or qint32 quantized "
+                                "per tensor (got qint8 [2, 2] on cpu");
+    CHECK(!ts_mean(qu8(TS_SHAPE(0), t, 0.25, zp)));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_mean: input quint8 [0] on cpu is empty");
+    CHECK(!ts_mean_dim(q, 4, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_mean: dimension out of range");
+    CHECK_OK();
+    ts_scope_end();
+}
+
 /* one (min, max) pair through ts_calculate_qparams */
 static void qp(float mn, float mx, int64_t qmin, int64_t qmax, bool sym, int64_t szp, float *s,
                int64_t *z) {
@@ -349,6 +525,8 @@ int main(void) {
     test_add_cat();
     test_make_reshape();
     test_reshape_flatten_dropout();
+    test_views();
+    test_mean();
     test_qparams();
     return ts_test_finish();
 }

@@ -17,8 +17,13 @@
  *
  * Only the functions here (and queries that read no element: ts_dtype_of, ts_shape_of, numel...)
  * take a quantized tensor; every other op refuses it with TS_ERR_DTYPE naming the op ("take
- * ts_dequantize first"). Quantized tensors are made contiguous and are not views; there are no
- * views, copies or device moves of them yet. The kernels run on cpu and sim; other devices refuse
+ * ts_dequantize first"). The view ops (view, transpose, permute, narrow, slice, select,
+ * split, chunk, unbind, squeeze, unsqueeze, expand, movedim, t, contiguous, detach) take a tensor
+ * quantized per tensor: the result carries its scale and zero point and is a contiguous copy of
+ * those integers (a view where the layout is the same: detach, contiguous), so every quantized
+ * tensor a user holds is contiguous; no op writes a quantized tensor in place, so a copy reads as
+ * a view would. Per-channel / per-group tensors take detach and contiguous only. There are no
+ * device moves of them yet. The kernels run on cpu and sim; other devices refuse
  * with TS_ERR_UNSUPPORTED. Each function returns a new tensor, or NULL (a number: NAN / -1; a
  * status: the error's code) with the error set; argument errors name the op and the argument. */
 #ifndef TESSERA_QUANT_H
@@ -155,8 +160,17 @@ TS_API ts_tensor *ts_make_per_tensor_quantized_tensor(ts_tensor *r, double scale
 TS_API ts_tensor *ts_make_per_channel_quantized_tensor(ts_tensor *r, ts_tensor *scales,
                                                        ts_tensor *zero_points, int axis);
 /* A per-tensor quantized tensor of a new shape (torch.reshape / flatten on a quantized tensor):
- * the same integers and parameters, a copy (quantized tensors are not views) */
+ * the same integers and parameters, a copy */
 TS_API ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape);
+
+/* torch.mean of a quantized tensor (qint8 / quint8 / qint32 per tensor; ts_mean, ts_mean_dim and
+ * ts_mean_dims take this route): PyTorch's reference path, the float32 mean of the dequantized
+ * values over dims (none: all) quantized per tensor with the input's scale and zero point, of its
+ * dtype. PyTorch takes a faster path for a contiguous NCHW input reduced over its innermost dims,
+ * nearbyint(sum of the integers / count) in float32: the same value up to the rounding of a tie
+ * (one quantum at most); its quantized convolutions write channels_last, so a model's global pool
+ * takes the reference path there too. An empty input: TS_ERR_ARG. */
+TS_API ts_tensor *ts_quantized_mean(ts_tensor *q, ts_dims dims, bool keepdim);
 
 /* The observers' qparams (torch.ao.quantization's UniformQuantizationObserverBase.
  * _calculate_qparams) in PyTorch's float32 arithmetic, element by element over min_val /

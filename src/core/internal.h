@@ -116,9 +116,10 @@ bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* set
  * ignore the scale. TS_ERR_DTYPE "<op>: quantized tensors are not supported (input: qint8 [2] on
  * cpu); take ts_dequantize first". TSI_DTYPE_GATE is both gates, what the doors call. */
 bool tsi_quant_op_ok(const char *op);
+bool tsi_quant_view_op(const char *op); /* the view ops of its second list: per tensor only */
 bool tsi_quant_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* sets it; false */
-#define TSI_QUANT_GATE(op, dt, t)                                                                  \
-    (!tsi_is_quantized(dt) || tsi_quant_op_ok(op) || tsi_quant_refuse(op, dt, t))
+bool tsi_quant_gate(const char *op, ts_dtype dt, const ts_tensor *t);   /* both lists */
+#define TSI_QUANT_GATE(op, dt, t) (!tsi_is_quantized(dt) || tsi_quant_gate(op, dt, t))
 #define TSI_DTYPE_GATE(op, dt, t) (TSI_COMPLEX_GATE(op, dt, t) && TSI_QUANT_GATE(op, dt, t))
 
 /* Thread-local ring of formatting buffers for messages: valid until ~16 more calls. */

@@ -7,14 +7,22 @@
  * uses (tsi_check_input, tsi_new, tsi_cast, shared storage: TSI_DTYPE_GATE in internal.h) unless
  * the op's name is here. Each name here is a function of src/ops/quantize.c or qlinear.c, or a
  * query that reads no element; dropout passes a quantized input through in eval mode (PyTorch's
- * quantized models keep their Dropout modules) and refuses it in training. Views, copies and device
- * moves are not here yet: they must carry the descriptor (and adjust a per-channel axis), which
- * they do not. Each quantized op under src/ops/q*.c is listed only once it reads its quantized
- * inputs through their parameters. */
+ * quantized models keep their Dropout modules) and refuses it in training. Each quantized op
+ * under src/ops/q*.c is listed only once it reads its quantized inputs through their parameters.
+ *
+ * The view ops (second list) take a tensor quantized per tensor (qint8, quint8, qint32): the
+ * result carries the input's descriptor. A view that keeps the input's layout (detach, alias,
+ * contiguous of a contiguous tensor) shares its storage; one that changes it (transpose, narrow,
+ * select...) is a contiguous copy of those integers (tsi_view_of, core/tensor.c): every quantized
+ * kernel reads a dense tensor, and no op writes into a quantized tensor in place, so a copy reads
+ * as a view would. Per-channel and per-group tensors (an axis to move, nibbles packed two a byte)
+ * take only detach and (not packed int4) contiguous, which keep their layout; the other
+ * view ops refuse them by name. Copies between devices are not here yet. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/quant_desc.h"
 
 /* sorted (strcmp order): bsearch; tests/test_quant.c calls each op, so a name out of order
  * fails there */
@@ -51,6 +59,7 @@ static const char *const quant_ops[] = {
     "quantized_linear",
     "quantized_linear_acc",
     "quantized_max_pool2d",
+    "quantized_mean",
     "quantized_reshape",
     "shape_of",
     "size",
@@ -59,13 +68,40 @@ static const char *const quant_ops[] = {
     "weight_only_linear",
 };
 
+/* the view ops that take a per-tensor quantized tensor (sorted as above) */
+static const char *const view_ops[] = {
+    "chunk", "contiguous", "detach",  "expand", "movedim",   "narrow", "permute",   "select",
+    "slice", "split",      "squeeze", "t",      "transpose", "unbind", "unsqueeze", "view",
+};
+
 static int cmp_name(const void *key, const void *elem) {
     return strcmp((const char *)key, *(const char *const *)elem);
 }
 
-bool tsi_quant_op_ok(const char *op) {
-    return bsearch(op, quant_ops, sizeof quant_ops / sizeof quant_ops[0], sizeof quant_ops[0],
-                   cmp_name) != NULL;
+#define IN_LIST(op, list)                                                                          \
+    (bsearch(op, list, sizeof list / sizeof list[0], sizeof list[0], cmp_name) != NULL)
+
+bool tsi_quant_op_ok(const char *op) { return IN_LIST(op, quant_ops); }
+
+bool tsi_quant_view_op(const char *op) { return IN_LIST(op, view_ops); }
+
+bool tsi_quant_gate(const char *op, ts_dtype dt, const ts_tensor *t) {
+    if (tsi_quant_op_ok(op)) return true;
+    if (!tsi_quant_view_op(op)) return tsi_quant_refuse(op, dt, t);
+    /* a view op: its own new tensor (t NULL: the copy tsi_view_of makes) or a per-tensor input;
+     * detach keeps any tensor's layout, contiguous that of every tensor a user holds */
+    if (!t || !strcmp(op, "detach") ||
+        (dt != TS_QUINT4X2 && t->quant &&
+         (t->quant->scheme == TS_PER_TENSOR_AFFINE || !strcmp(op, "contiguous"))))
+        return true;
+    tsi_error_set(TS_ERR_DTYPE,
+                  "%s: views of quantized tensors take qint8, quint8 or qint32 quantized per "
+                  "tensor (input: %s, %s); take ts_dequantize first",
+                  op, tsi_desc(t),
+                  dt == TS_QUINT4X2                                     ? "packed int4"
+                  : t->quant && t->quant->scheme == TS_PER_GROUP_AFFINE ? "per group"
+                                                                        : "per channel");
+    return false;
 }
 
 bool tsi_quant_refuse(const char *op, ts_dtype dt, const ts_tensor *t) {

@@ -342,6 +342,36 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     return t;
 }
 
+/* A view of a quantized tensor (core/quant_gate.c): the same layout shares the storage and the
+ * descriptor; another layout (per tensor only, as the gate lets through) is a contiguous copy of
+ * the view's integers carrying the descriptor. */
+static ts_tensor *quantized_view(ts_tensor *base, ts_tensor *v) {
+    bool same = v->offset == base->offset && tsi_shape_equal(v->shape, base->shape);
+    for (int i = 0; same && i < v->shape.ndim; i++) same = v->strides[i] == base->strides[i];
+    if (!same && (base->quant->scheme != TS_PER_TENSOR_AFFINE || base->dtype == TS_QUINT4X2)) {
+        ts_release(v); /* not reached through the public ops: their gate refuses these first */
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "view: a %s tensor quantized per channel or group "
+                             "cannot change its layout; take ts_dequantize first",
+                             ts_dtype_name(base->dtype)),
+               NULL;
+    }
+    ts_tensor *out = v;
+    if (!same && (out = tsi_new("view", v->shape, v->dtype, v->storage->device)) &&
+        tsi_numel(v->shape) > 0) {
+        ts_kview dv = tsi_kview(out), sv = tsi_kview(v);
+        dv.dtype = sv.dtype = base->dtype == TS_QINT8    ? TS_I8
+                              : base->dtype == TS_QUINT8 ? TS_U8
+                                                         : TS_I32;
+        tsi_be(v)->copy(tsi_be(v), tsi_dev_index(v), &dv, &sv);
+    }
+    if (out != v) ts_release(v);
+    if (!out) return NULL;
+    atomic_fetch_add_explicit(&base->quant->refs, 1, memory_order_relaxed);
+    out->quant = base->quant;
+    return out;
+}
+
 ts_tensor *tsi_view_of(ts_tensor *base, ts_shape s, const int64_t *strides, int64_t offset) {
     atomic_fetch_add_explicit(&base->storage->refs, 1, memory_order_relaxed);
     ts_tensor *t = tensor_alloc("view", base->storage, base->dtype);
@@ -353,7 +383,7 @@ ts_tensor *tsi_view_of(ts_tensor *base, ts_shape s, const int64_t *strides, int6
     for (int i = 0; i < TS_MAX_DIMS; i++) t->strides[i] = i < s.ndim ? strides[i] : 0;
     t->offset = offset;
     t->is_view = true;
-    return t;
+    return base->quant ? quantized_view(base, t) : t;
 }
 
 void tsi_tensor_alias_storage(ts_tensor *t, ts_tensor *base, int64_t offset) {

@@ -8,6 +8,7 @@
 #include "core/internal.h"
 #include "core/pinned.h"
 #include "core/profiler_hooks.h"
+#include "core/quant_desc.h"
 #include "core/sync_debug.h"
 
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
@@ -16,6 +17,10 @@ ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
     if (!out) return NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &dv, &sv);
+    if (t->quant) { /* the same shape: the same parameters (a per-channel axis included) */
+        atomic_fetch_add_explicit(&t->quant->refs, 1, memory_order_relaxed);
+        out->quant = t->quant;
+    }
     return out;
 }
 

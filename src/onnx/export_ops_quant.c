@@ -259,7 +259,7 @@ static const char *emit_cat(tse *e, const tsi_trace_rec *r, const char *const *i
     return same ? n->output[0] : q(e, r, n->output[0], y, out);
 }
 
-/* quantized_max_pool2d / adaptive_avg_pool2d: DQ -> the float pool's form -> Q (the input's
+/* quantized_max_pool2d / adaptive_avg_pool2d / mean: DQ -> the float op's form -> Q (the input's
  * parameters) */
 static const char *emit_pool(tse *e, const tsi_trace_rec *r, const char *const *in,
                              const char *out) {
@@ -296,6 +296,7 @@ const tse_op tse_ops_quant[] = {
     {"quantized_cat", emit_cat, NULL},
     {"quantized_max_pool2d", emit_pool, "max_pool2d"},
     {"quantized_adaptive_avg_pool2d", emit_pool, "adaptive_avg_pool2d"},
+    {"quantized_mean", emit_pool, "mean"},
     {"quantize_per_group", emit_refused,
      "per-group (int4) quantization: blocked QuantizeLinear is opset 21, the exporter writes 17"},
     {"quantized_linear_acc", emit_refused,

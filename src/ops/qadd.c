@@ -11,23 +11,11 @@
 #include "tessera/indexing.h"
 #include "tessera/quant.h"
 
-/* t quantized per tensor, qint8 / quint8 / qint32, on a device with the kernels */
-static bool pt_input(const char *op, ts_tensor *t, const char *what) {
-    if (!tsi_check_input(op, t, what)) return false;
-    if (!tsi_is_quantized(t->dtype) || t->dtype == TS_QUINT4X2 || !t->quant ||
-        t->quant->scheme != TS_PER_TENSOR_AFFINE)
-        return tsi_error_set(TS_ERR_DTYPE,
-                             "%s: %s must be qint8, quint8 or qint32 quantized per tensor (got %s)",
-                             op, what, tsi_desc(t)),
-               false;
-    return tsi_meta_refuse(op, t) && tsi_quant_kernel_ok(op, t);
-}
-
 ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_t out_zero_point,
                             bool relu) {
     const char *op = relu ? "quantized_add_relu" : "quantized_add";
     tsi_init();
-    if (!pt_input(op, a, "input") || !pt_input(op, b, "other")) return NULL;
+    if (!tsi_quant_pt_input(op, a, "input") || !tsi_quant_pt_input(op, b, "other")) return NULL;
     if (a->dtype != b->dtype || !tsi_shape_equal(a->shape, b->shape))
         return tsi_error_set(TS_ERR_ARG, "%s: input %s and other %s must have one dtype and shape",
                              op, tsi_desc(a), tsi_desc(b)),
@@ -54,7 +42,7 @@ ts_tensor *ts_quantized_cat(ts_tensor *const *ts, int n, int dim, double out_sca
     if (!ts || n < 1)
         return tsi_error_set(TS_ERR_ARG, "%s: expected at least one tensor", op), NULL;
     for (int i = 0; i < n; i++) {
-        if (!pt_input(op, ts[i], "tensors")) return NULL;
+        if (!tsi_quant_pt_input(op, ts[i], "tensors")) return NULL;
         if (ts[i]->dtype != ts[0]->dtype)
             return tsi_error_set(TS_ERR_DTYPE, "%s: tensors must have one dtype (%s and %s)", op,
                                  tsi_desc(ts[0]), tsi_desc(ts[i])),

@@ -120,14 +120,7 @@ ts_tensor *ts_make_per_channel_quantized_tensor(ts_tensor *r, ts_tensor *scales,
 ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape) {
     const char *op = "quantized_reshape";
     tsi_init();
-    if (!tsi_check_input(op, q, "input")) return NULL;
-    if (!tsi_is_quantized(q->dtype) || q->dtype == TS_QUINT4X2 || !q->quant ||
-        q->quant->scheme != TS_PER_TENSOR_AFFINE)
-        return tsi_error_set(TS_ERR_DTYPE,
-                             "%s: input must be qint8, quint8 or qint32 quantized per tensor (got "
-                             "%s)",
-                             op, tsi_desc(q)),
-               NULL;
+    if (!tsi_quant_pt_input(op, q, "input")) return NULL;
     if (shape.ndim < 0 || shape.ndim > TS_MAX_DIMS || tsi_numel(shape) != tsi_numel(q->shape))
         return tsi_error_set(TS_ERR_SHAPE, "%s: shape %s does not hold the %lld elements of %s", op,
                              tsi_shape_str(shape), (long long)tsi_numel(q->shape), tsi_desc(q)),
@@ -137,19 +130,21 @@ ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape) {
             return tsi_error_set(TS_ERR_SHAPE, "%s: negative size in shape %s", op,
                                  tsi_shape_str(shape)),
                    NULL;
-    if (!tsi_meta_refuse(op, q) || !tsi_quant_kernel_ok(op, q)) return NULL;
     ts_tensor *r = tsi_new(op, shape, q->dtype, tsi_device(q));
-    if (!r) return NULL;
+    /* the importer's channels-last views (tsi_quantized_view) are strided: read in q's order */
+    ts_tensor *qc = r ? tsi_contiguous(op, q) : NULL;
+    if (!qc) return ts_release(r), NULL;
     atomic_fetch_add_explicit(&q->quant->refs, 1, memory_order_relaxed);
     r->quant = q->quant;
     if (tsi_numel(shape)) {
-        ts_kview dv = tsi_kview(r), sv = tsi_kview(q); /* both contiguous: copy as q's shape */
+        ts_kview dv = tsi_kview(r), sv = tsi_kview(qc); /* both contiguous: copy as q's shape */
         dv.ndim = sv.ndim;
         memcpy(dv.shape, sv.shape, sizeof dv.shape);
         memcpy(dv.strides, sv.strides, sizeof dv.strides);
         sv.dtype = dv.dtype = q->dtype == TS_QINT8 ? TS_I8 : q->dtype == TS_QUINT8 ? TS_U8 : TS_I32;
         tsi_be(q)->copy(tsi_be(q), tsi_dev_index(q), &dv, &sv);
     }
+    ts_release(qc);
     /* traced for ONNX export (Reshape of the integers): reshape's record layout */
     return tsi_trace(op, &q, 1, tsi_own(r), shape.dims, shape.ndim, NULL, 0);
 }
@@ -236,6 +231,10 @@ done:
 static ts_tensor *retyped_view(const char *op, ts_tensor *t, ts_dtype dt) {
     ts_tensor *v = tsi_view_of(t, t->shape, t->strides, t->offset);
     if (v) v->dtype = dt;
+    if (v && v->quant && !tsi_is_quantized(dt)) { /* plain integers (tsi_int_view) */
+        tsi_quant_release(v->quant);
+        v->quant = NULL;
+    }
     (void)op;
     return v;
 }

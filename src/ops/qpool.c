@@ -10,20 +10,12 @@
  * kernel. *planes, *h, *w: its layout. */
 static bool pool_input(const char *op, ts_tensor *x, int64_t *planes, int64_t *h, int64_t *w) {
     tsi_init();
-    if (!tsi_check_input(op, x, "input")) return false;
-    if (!tsi_is_quantized(x->dtype) || x->dtype == TS_QUINT4X2 || !x->quant ||
-        x->quant->scheme != TS_PER_TENSOR_AFFINE)
-        return tsi_error_set(TS_ERR_DTYPE,
-                             "%s: input must be qint8, quint8 or qint32 quantized per tensor (got "
-                             "%s)",
-                             op, tsi_desc(x)),
-               false;
+    if (!tsi_quant_pt_input(op, x, "input")) return false;
     const int nd = x->shape.ndim;
     if (nd != 3 && nd != 4)
         return tsi_error_set(TS_ERR_SHAPE, "%s: input must be [N, C, H, W] or [C, H, W] (got %s)",
                              op, tsi_desc(x)),
                false;
-    if (!tsi_meta_refuse(op, x) || !tsi_quant_kernel_ok(op, x)) return false;
     if (!tsi_be(x)->qpool)
         return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: no quantized pooling kernel on %s", op,
                              ts_device_str(tsi_device(x))),

@@ -7,6 +7,9 @@
 /* Whether t's device has the quantized kernels and is not capturing a graph (they are not
  * recorded): TS_ERR_UNSUPPORTED / TS_ERR_STATE naming op and t otherwise. */
 bool tsi_quant_kernel_ok(const char *op, const ts_tensor *t);
+/* t (argument `what`) checked: quantized per tensor (qint8 / quint8 / qint32; TS_ERR_DTYPE "<op>:
+ * <what> must be ... (got ...)"), not a meta tensor, on a device with the kernels */
+bool tsi_quant_pt_input(const char *op, ts_tensor *t, const char *what);
 
 /* ts_quantize_per_tensor's work under op's name, x float32 checked: a reference the caller holds,
  * in no scope */

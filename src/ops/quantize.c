@@ -21,6 +21,17 @@ bool tsi_quant_kernel_ok(const char *op, const ts_tensor *t) {
     return true;
 }
 
+bool tsi_quant_pt_input(const char *op, ts_tensor *t, const char *what) {
+    if (!tsi_check_input(op, t, what)) return false;
+    if (!tsi_is_quantized(t->dtype) || t->dtype == TS_QUINT4X2 || !t->quant ||
+        t->quant->scheme != TS_PER_TENSOR_AFFINE)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: %s must be qint8, quint8 or qint32 quantized per tensor (got %s)",
+                             op, what, tsi_desc(t)),
+               false;
+    return tsi_meta_refuse(op, t) && tsi_quant_kernel_ok(op, t);
+}
+
 static bool check_qdtype(const char *op, ts_dtype dt) {
     if (tsi_is_quantized(dt)) return true;
     return tsi_error_set(TS_ERR_DTYPE,

@@ -5,6 +5,7 @@
 #include "ops/complex.h"
 #include "ops/reduce_grad.h"
 #include "ops/reduce_internal.h"
+#include "tessera/quant.h"
 
 _Static_assert(TS_R_COUNT == 11, "a ts_reduce_op was added or removed: give it its dtype rule, "
                                  "identity and backward here; then update the count");
@@ -230,6 +231,15 @@ static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, uns
 static ts_tensor *reduce_rec(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
                              int ndims, bool all, bool recorded_all, bool keepdim, double param) {
     if (tsi_complex_in(t, NULL)) return tsi_complex_reduce(op, rop, t, dims, ndims, all, keepdim);
+    if (rop == TS_R_MEAN && t && tsi_is_quantized(t->dtype)) { /* PyTorch's quantized mean */
+        ts_dims d = {.n = all ? 0 : ndims};
+        for (int i = 0; i < d.n && i < TS_MAX_DIMS; i++) d.d[i] = dims[i];
+        if (d.n > TS_MAX_DIMS)
+            return tsi_error_set(TS_ERR_ARG, "%s: %d dims given (at most %d)", op, d.n,
+                                 TS_MAX_DIMS),
+                   NULL;
+        return ts_quantized_mean(t, d, keepdim);
+    }
     ts_tensor *const in = t;
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &t);

@@ -450,6 +450,13 @@ ts_tensor *ts_view_dtype(ts_tensor *t, ts_dtype dtype) {
     if (dtype == t->dtype)
         return record_view(t, tsi_view_of(t, t->shape, t->strides, t->offset), "AliasBackward0", op,
                            tsi_identity_backward, NULL, 0);
+    if (tsi_is_quantized(t->dtype) || tsi_is_quantized(dtype)) /* integers without parameters */
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "view: cannot view %s as %s: a quantized tensor's integers carry a "
+                             "scale and zero point (ts_int_repr / ts_make_per_tensor_quantized_"
+                             "tensor convert)",
+                             tsi_desc(t), ts_dtype_name(dtype)),
+               NULL;
     const int64_t so = (int64_t)tsi_dtype_size(t->dtype), sn = (int64_t)tsi_dtype_size(dtype);
     const char *from = ts_dtype_name(t->dtype), *to = ts_dtype_name(dtype);
     ts_shape s = t->shape;

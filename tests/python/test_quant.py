@@ -124,3 +124,33 @@ def test_quantize_dynamic_linear_within_one_quantum():
     bound = s2 * w2["q_scale"] * max(sum(abs(v) for v in row) for row in w2["int_repr"])
     worst = max(abs(a - b) for ra, rb in zip(y, d["y"]) for a, b in zip(ra, rb))
     assert worst <= bound, (worst, bound)
+
+
+def test_views_and_mean_of_a_quantized_tensor():
+    """the view ops give the same view of the integers, with the input's parameters (a contiguous
+    copy); mean is PyTorch's reference path, exact here (a power-of-two scale): zp +
+    round-half-even(sum(q - zp) / count) worked in integers"""
+    g = tessera.Generator().manual_seed(3)
+    x = tessera.randn(2, 6, 3, 3, generator=g) * 2
+    q = tessera.quantize_per_tensor(x, 0.125, 7, tessera.quint8)
+    r = q.int_repr()
+    for f in (lambda t: t.transpose(1, 2), lambda t: t.view(2, 2, 3, 3, 3).transpose(1, 2),
+              lambda t: t.chunk(2, dim=1)[1], lambda t: t[1, 2:5], lambda t: t.permute(0, 2, 3, 1),
+              lambda t: t[:, :1].expand(2, 4, 3, 3), lambda t: t.unsqueeze(0).squeeze(0)):
+        v = f(q)
+        assert v.is_quantized and v.q_scale() == 0.125 and v.q_zero_point() == 7
+        assert v.is_contiguous() and v.int_repr().tolist() == f(r).contiguous().tolist()
+    m = q.mean([2, 3])
+    assert m.is_quantized and list(m.shape) == [2, 6] and m.q_scale() == 0.125
+    ints = r.tolist()
+    for b in range(2):
+        for c in range(6):
+            s = sum(v - 7 for row in ints[b][c] for v in row)
+            want = min(255, max(0, 7 + round(s / 9)))  # python's round: half to even
+            assert m.int_repr()[b, c].item() == want
+    pc = tessera.quantize_per_channel(x, tessera.rand(6) + 0.1, tessera.zeros(6, dtype=tessera.int64),
+                                      1, tessera.qint8)
+    with pytest.raises(tessera.DtypeError, match="transpose: views of quantized tensors take "
+                                                 "qint8, quint8 or qint32 quantized per tensor"):
+        pc.transpose(1, 2)
+    assert pc.detach().q_per_channel_axis() == 1
