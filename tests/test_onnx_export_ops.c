@@ -394,6 +394,26 @@ static void test_stale_input(void) {
     ts_module_free(m);
 }
 
+/* avg_pool2d with a divisor_override: AveragePool divides by the window, so the export refuses
+ * (it wrote the plain average before: a wrong number in the file) */
+static ts_tensor *divisor_fwd(ts_module *s, ts_tensor *x) {
+    (void)s;
+    return ts_avg_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .divisor_override = 3});
+}
+
+static void test_avg_pool_divisor_refused(void) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/divisor.onnx", dir);
+    ts_module *m = ts_module_alloc(sizeof(ts_module), "Divisor", divisor_fwd);
+    ts_scope_begin();
+    ts_tensor *x = example(TS_SHAPE(1, 2, 4, 4));
+    CHECK(ts_onnx_export(m, 1, &x, path, (ts_onnx_export_opts){0}) == TS_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "divisor_override 3 (AveragePool divides by the window)");
+    CHECK(access(path, F_OK) != 0);
+    ts_scope_end();
+    ts_module_free(m);
+}
+
 /* ------------------------------------------------------------------ no heap left behind */
 
 /* 200 ops: the trace's tables grow several times */
@@ -434,6 +454,7 @@ int main(void) {
     printf("exported, parsed and loaded back:\n");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_export(&cases[i]);
     test_stale_input();
+    test_avg_pool_divisor_refused();
     test_no_heap_growth();
     rmdir(dir);
     return ts_test_finish();

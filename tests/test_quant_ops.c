@@ -421,6 +421,108 @@ static void test_mean(void) {
     ts_scope_end();
 }
 
+/* ts_quantized_mul at hand-worked values: the exact product, one float32 multiply, ties to even,
+ * broadcast, relu and the range's ends */
+static void test_mul(void) {
+    ts_scope_begin();
+    const uint8_t av[4] = {10, 20, 0, 11}, bv[1] = {14}, t[4] = {11, 13, 12, 10};
+    ts_tensor *a = qu8(TS_SHAPE(4), av, 0.5, 10), *b = qu8(TS_SHAPE(1), bv, 0.25, 10);
+    /* m = 0.5 * 0.25 / 0.125 = 1: (a - 10) * 4 + 5 = {5, 45, -35 -> 0, 9} */
+    uint8_t got[4] = {0};
+    host_u8(ts_quantized_mul(a, b, 0.125, 5, false), got, 4);
+    CHECK(got[0] == 5 && got[1] == 45 && got[2] == 0 && got[3] == 9);
+    host_u8(ts_quantized_mul(a, b, 0.125, 5, true), got, 4); /* relu: at least the zero point */
+    CHECK(got[0] == 5 && got[1] == 45 && got[2] == 5 && got[3] == 9);
+    /* m = 0.5: c = {1, 3, 2, 0} * 0.5 = {0.5, 1.5, 1, 0} -> {0, 2, 1, 0} (ties to even) */
+    ts_tensor *ta = qu8(TS_SHAPE(4), t, 0.5, 10),
+              *one = qu8(TS_SHAPE(1), (uint8_t[]){11}, 0.25, 10);
+    host_u8(ts_quantized_mul(ta, one, 0.25, 0, false), got, 4);
+    CHECK(got[0] == 0 && got[1] == 2 && got[2] == 1 && got[3] == 0);
+    ts_tensor *q32 = ts_quantize_per_tensor(ts_ones(TS_SHAPE(2), (ts_opts){0}), 1, 0, TS_QINT32);
+    CHECK(!ts_quantized_mul(q32, q32, 1, 0, false));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_mul: input qint32 [2] on cpu and other qint32 [2] on "
+                                "cpu must have one dtype, qint8 or quint8");
+    CHECK(!ts_quantized_mul(a, b, 0, 5, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_mul");
+    CHECK(!ts_quantized_mul(a, ts_dequantize(b), 1, 0, true));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_mul_relu: other must be qint8, quint8 or qint32 "
+                                "quantized per tensor");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* ts_quantized_avg_pool2d on a 3x3 plane of 0..8, zero point 1: sums of q - 1 over the windows,
+ * divided by 9 (padding counted), by the elements (not counted) or by an override */
+static void test_avg_pool(void) {
+    ts_scope_begin();
+    uint8_t v[9];
+    for (int i = 0; i < 9; i++) v[i] = (uint8_t)i;
+    ts_tensor *q = qu8(TS_SHAPE(1, 1, 3, 3), v, 0.5, 1);
+    const int64_t k[2] = {3, 3}, s1[2] = {1, 1}, p1[2] = {1, 1};
+    uint8_t got[9] = {0};
+    /* corner (0, 0): 0 + 1 + 3 + 4 - 4 = 4; centre: 36 - 9 = 27; edge (0, 1): 0..5 less 6 = 9 */
+    ts_tensor *y = ts_quantized_avg_pool2d(q, k, s1, p1, false, true, 0);
+    CHECK(y && ts_size(y, 2) == 3 && ts_q_scale(y) == 0.5);
+    if (y) host_u8(y, got, 9);
+    CHECK(got[0] == 1 + 0 && got[4] == 1 + 3 && got[1] == 1 + 1); /* 4/9, 27/9, 9/9 */
+    if ((y = ts_quantized_avg_pool2d(q, k, s1, p1, false, false, 0))) host_u8(y, got, 9);
+    CHECK(got[0] == 1 + 1 && got[4] == 1 + 3 && got[1] == 1 + 2); /* 4/4, 27/9, 9/6 = 1.5 */
+    if ((y = ts_quantized_avg_pool2d(q, k, s1, p1, false, true, 2))) host_u8(y, got, 9);
+    CHECK(got[0] == 1 + 2 && got[4] == 1 + 14 && got[1] == 1 + 4); /* 4/2, 13.5, 4.5: even */
+    /* stride 2, no padding, ceil mode: a second window of one column and row */
+    const int64_t k2[2] = {2, 2}, s2[2] = {2, 2}, p0[2] = {0, 0};
+    y = ts_quantized_avg_pool2d(q, k2, s2, p0, true, true, 0);
+    CHECK(y && ts_size(y, 2) == 2 && ts_size(y, 3) == 2);
+    if (y) host_u8(y, got, 4);
+    /* (0+1+3+4-4)/4 = 1, (2+5-2)/2 = 2.5 -> 2, (6+7-2)/2 = 5.5 -> 6, (8-1)/1 = 7 */
+    CHECK(got[0] == 2 && got[1] == 3 && got[2] == 7 && got[3] == 8);
+    const int64_t pbig[2] = {2, 2};
+    CHECK(!ts_quantized_avg_pool2d(q, k, s1, pbig, false, true, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_avg_pool2d: kernel_size (3) and stride (1) must be >= 1 "
+                              "and padding (2) between 0 and half the kernel");
+    CHECK(!ts_quantized_avg_pool2d(q, k, s1, p1, false, true, -1));
+    CHECK_ERR_HAS(TS_ERR_ARG, "divisor_override must be positive, but got -1");
+    CHECK(!ts_quantized_avg_pool2d(ts_dequantize(q), k, s1, p1, false, true, 0));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_avg_pool2d: input must be");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* hardsigmoid's fixed output parameters per dtype, and hardswish's given ones */
+static void test_hard_activations(void) {
+    ts_scope_begin();
+    ts_tensor *x = ts_tensor_f32(TS_SHAPE(4), (float[]){-4.0f, -1.5f, 0.0f, 3.5f}, (ts_opts){0});
+    const ts_dtype dts[3] = {TS_QUINT8, TS_QINT8, TS_QINT32};
+    const double scales[3] = {0x1p-8, 0x1p-8, 0x1p-32};
+    const int64_t zps[3] = {0, -128, 0};
+    for (int i = 0; i < 3; i++) {
+        ts_tensor *q = ts_quantize_per_tensor(x, 0.5, i == 0 ? 8 : 0, dts[i]); /* x exact */
+        ts_tensor *h = ts_quantized_hardsigmoid(q);
+        int64_t zp = 99;
+        CHECK(h && ts_dtype_of(h) == dts[i] && ts_q_scale(h) == scales[i] &&
+              ts_q_zero_point(h, &zp) == TS_OK && zp == zps[i]);
+        float f[4] = {0};
+        if (h) ts_copy_to_host(ts_dequantize(h), f, sizeof f);
+        /* x = {-4, -1.5, 0, 3.5}: hardsigmoid {0, 0.25, 0.5, 1}, each a multiple of the scale;
+         * 1 is past the 8-bit ranges' top (255 / 256) and qint32's 2^-32 scale stops below 0.5
+         * (PyTorch's parameters: the same), which float32 dequantizes to 0.5 */
+        const float top = i == 2 ? 0.5f : 255.0f / 256;
+        CHECK(f[0] == 0.0f && f[1] == 0.25f && f[2] == 0.5f && f[3] == top);
+    }
+    ts_tensor *q = ts_quantize_per_tensor(x, 0.5, 0, TS_QINT8);
+    ts_tensor *hs = ts_quantized_hardswish(q, 0.25, 2);
+    float f[4] = {0};
+    if (hs) ts_copy_to_host(ts_dequantize(hs), f, sizeof f);
+    /* hardswish {-0, -0.375, 0, 3.5}: -0.375 / 0.25 = -1.5 -> -2 (even) */
+    CHECK(hs && f[0] == 0.0f && f[1] == -0.5f && f[2] == 0.0f && f[3] == 3.5f);
+    CHECK(!ts_quantized_hardswish(q, -1, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_hardswish");
+    CHECK(!ts_quantized_hardsigmoid(x));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_hardsigmoid: input must be");
+    CHECK_OK();
+    ts_scope_end();
+}
+
 /* one (min, max) pair through ts_calculate_qparams */
 static void qp(float mn, float mx, int64_t qmin, int64_t qmax, bool sym, int64_t szp, float *s,
                int64_t *z) {
@@ -527,6 +629,9 @@ int main(void) {
     test_reshape_flatten_dropout();
     test_views();
     test_mean();
+    test_mul();
+    test_avg_pool();
+    test_hard_activations();
     test_qparams();
     return ts_test_finish();
 }

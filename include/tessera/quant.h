@@ -172,6 +172,19 @@ TS_API ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape);
  * takes the reference path there too. An empty input: TS_ERR_ARG. */
 TS_API ts_tensor *ts_quantized_mean(ts_tensor *q, ts_dims dims, bool keepdim);
 
+/* torch.ops.quantized.mul / mul_relu (QFunctional.mul): a and b quantized per tensor, one dtype
+ * (qint8 / quint8), broadcast; c = (a - za)(b - zb) exactly, y = clamp(out_zero_point +
+ * nearbyint((float)c * m)) with m = (float)a_scale * (float)b_scale * (1.0f / (float)out_scale) in
+ * float32 in that order (relu: the lower bound raised to out_zero_point): PyTorch's x86 bits. */
+TS_API ts_tensor *ts_quantized_mul(ts_tensor *a, ts_tensor *b, double out_scale,
+                                   int64_t out_zero_point, bool relu);
+/* nn.quantized.Hardswish: quantize(hardswish(dequantize(x)), out_scale, out_zero_point) per
+ * tensor in float32 (PyTorch's vector body dequantizes with an fma: one quantum at a tie) */
+TS_API ts_tensor *ts_quantized_hardswish(ts_tensor *x, double out_scale, int64_t out_zero_point);
+/* F.hardsigmoid of a quantized tensor: quantize(hardsigmoid(dequantize(x))) with PyTorch's fixed
+ * output parameters, scale 2^-8 (qint32: 2^-32) and zero point 0 (qint8: -128); x's dtype */
+TS_API ts_tensor *ts_quantized_hardsigmoid(ts_tensor *x);
+
 /* The observers' qparams (torch.ao.quantization's UniformQuantizationObserverBase.
  * _calculate_qparams) in PyTorch's float32 arithmetic, element by element over min_val /
  * max_val (float32, one shape: 0-d per tensor or [C] per channel; min_val <= max_val):
@@ -245,6 +258,17 @@ TS_API ts_tensor *ts_quantized_max_pool2d(ts_tensor *x, const int64_t kernel[2],
  * kernel, which its quantized conv outputs feed, subtracts the zero point first and rounds
  * acc * (1 / (1 / multiplier)): it can differ by one at ties.) */
 TS_API ts_tensor *ts_quantized_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
+/* torch.nn.functional.avg_pool2d on a quantized (per tensor) [N, C, H, W] or [C, H, W] tensor:
+ * the window [o s - pad, min(o s - pad + k, H + pad)) per dim clipped to the input, acc = sum of
+ * (q - zp) over it, y = clamp(zp + nearbyint((float)acc * (1.0f / (float)d))), the input's
+ * parameters; d = divisor_override (> 0), else the window's size before clipping
+ * (count_include_pad) or after. That is PyTorch's channels-last kernel's vector body, what its
+ * quantized convolutions' outputs take (its scalar tail rounds acc * (1 / (1 / m)): one quantum at
+ * a tie). kernel, stride >= 1, 0 <= padding <= kernel / 2; ceil_mode as max pooling's. */
+TS_API ts_tensor *ts_quantized_avg_pool2d(ts_tensor *x, const int64_t kernel[2],
+                                          const int64_t stride[2], const int64_t padding[2],
+                                          bool ceil_mode, bool count_include_pad,
+                                          int64_t divisor_override);
 
 /* ------------------------------------------------------------------ fake quantization (QAT) */
 /* torch.fake_quantize_per_tensor_affine(x, scale, zero_point, quant_min, quant_max): x float32,

@@ -1,5 +1,6 @@
 /* tensor_qops.c — the quantized ops behind tessera.ao.nn.quantized (include/tessera/quant.h) in
- * tessera._C: _quantized_conv2d / _add / _cat / _max_pool2d / _adaptive_avg_pool2d / _reshape,
+ * tessera._C: _quantized_conv2d / _add / _mul / _cat / _max_pool2d / _avg_pool2d /
+ * _adaptive_avg_pool2d / _hardswish / _hardsigmoid / _reshape,
  * _make_per_tensor_quantized_tensor / _make_per_channel_quantized_tensor (PyTorch's names) and
  * _calculate_qparams (the observers' qparams). */
 #include "tensor_impl.h"
@@ -49,11 +50,10 @@ static PyObject *f__quantized_conv2d SIG {
     return tsp_wrap(r);
 }
 
-/* _quantized_add(a, b, scale, zero_point, relu=False) */
-static PyObject *f__quantized_add SIG {
-    (void)mod;
-    const char *fn = "quantized_add";
-    PARSE("quantized_add", 4, "input", "other", "scale", "zero_point", "relu");
+/* _quantized_add / _quantized_mul(a, b, scale, zero_point, relu=False) */
+static PyObject *binary(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                        ts_tensor *(*op)(ts_tensor *, ts_tensor *, double, int64_t, bool)) {
+    PARSE(fn, 4, "input", "other", "scale", "zero_point", "relu");
     ts_tensor *x = TARG(0, fn), *y = x ? TARG(1, fn) : NULL;
     double s;
     int64_t zp;
@@ -63,8 +63,18 @@ static PyObject *f__quantized_add SIG {
         tsp_bool_arg(a[4], false, &relu, fn, "relu") < 0 || tsp_enter())
         return NULL;
     ts_tensor *r;
-    TSP_NOGIL(r = ts_quantized_add(x, y, s, zp, relu));
+    TSP_NOGIL(r = op(x, y, s, zp, relu));
     return tsp_wrap(r);
+}
+
+static PyObject *f__quantized_add SIG {
+    (void)mod;
+    return binary("quantized_add", args, nargs, kw, ts_quantized_add);
+}
+
+static PyObject *f__quantized_mul SIG {
+    (void)mod;
+    return binary("quantized_mul", args, nargs, kw, ts_quantized_mul);
 }
 
 /* _quantized_cat(tensors, dim, scale, zero_point) */
@@ -126,6 +136,61 @@ static PyObject *f__quantized_adaptive_avg_pool2d SIG {
     if (!x || pair_arg(a[1], o, fn, "output_size") < 0 || tsp_enter()) return NULL;
     ts_tensor *r;
     TSP_NOGIL(r = ts_quantized_adaptive_avg_pool2d(x, o[0], o[1]));
+    return tsp_wrap(r);
+}
+
+/* _quantized_avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+ * divisor_override=None) */
+static PyObject *f__quantized_avg_pool2d SIG {
+    (void)mod;
+    const char *fn = "quantized_avg_pool2d";
+    PARSE("quantized_avg_pool2d", 6, "input", "kernel_size", "stride", "padding", "ceil_mode",
+          "count_include_pad", "divisor_override");
+    ts_tensor *x = TARG(0, fn);
+    int64_t k[2], st[2], pd[2], div = 0;
+    bool ceil_mode = false, include_pad = true;
+    if (!x || pair_arg(a[1], k, fn, "kernel_size") < 0 || pair_arg(a[2], st, fn, "stride") < 0 ||
+        pair_arg(a[3], pd, fn, "padding") < 0 ||
+        tsp_bool_arg(a[4], false, &ceil_mode, fn, "ceil_mode") < 0 ||
+        tsp_bool_arg(a[5], true, &include_pad, fn, "count_include_pad") < 0 ||
+        (a[6] && a[6] != Py_None && tsp_int_arg(a[6], &div, fn, "divisor_override") < 0) ||
+        tsp_enter())
+        return NULL;
+    if (a[6] && a[6] != Py_None && div <= 0) { /* 0 means none in C: PyTorch refuses it */
+        PyErr_Format(PyExc_ValueError, "%s(): divisor_override must be positive, but got %lld", fn,
+                     (long long)div);
+        return NULL;
+    }
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_quantized_avg_pool2d(x, k, st, pd, ceil_mode, include_pad, div));
+    return tsp_wrap(r);
+}
+
+/* _quantized_hardswish(input, scale, zero_point) */
+static PyObject *f__quantized_hardswish SIG {
+    (void)mod;
+    const char *fn = "quantized_hardswish";
+    PARSE("quantized_hardswish", 3, "input", "scale", "zero_point");
+    ts_tensor *x = TARG(0, fn);
+    double s;
+    int64_t zp;
+    if (!x || tsp_double_arg(a[1], 0, &s, fn, "scale") < 0 ||
+        tsp_int_arg(a[2], &zp, fn, "zero_point") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_quantized_hardswish(x, s, zp));
+    return tsp_wrap(r);
+}
+
+/* _quantized_hardsigmoid(input) */
+static PyObject *f__quantized_hardsigmoid SIG {
+    (void)mod;
+    const char *fn = "quantized_hardsigmoid";
+    PARSE("quantized_hardsigmoid", 1, "input");
+    ts_tensor *x = TARG(0, fn);
+    if (!x || tsp_enter()) return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_quantized_hardsigmoid(x));
     return tsp_wrap(r);
 }
 
@@ -255,6 +320,10 @@ static PyObject *f__fake_quantize_per_channel_affine SIG {
 PyMethodDef tsp_tensor_qops_functions[] = {
     QFN(_quantized_conv2d),
     QFN(_quantized_add),
+    QFN(_quantized_mul),
+    QFN(_quantized_avg_pool2d),
+    QFN(_quantized_hardswish),
+    QFN(_quantized_hardsigmoid),
     QFN(_quantized_cat),
     QFN(_quantized_max_pool2d),
     QFN(_quantized_adaptive_avg_pool2d),

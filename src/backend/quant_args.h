@@ -119,9 +119,16 @@ typedef struct ts_qlinear_add_args {
  * contiguous, elements of qdtype (qint8 / quint8 / qint32). max: the largest element of each
  * window (kernel, stride, pad, dil; padding never chosen; every window holds an element).
  * adaptive average: rows [floor(o H / OH), ceil((o + 1) H / OH)) and likewise columns, out =
- * nearbyint((float)sum * (float)(1.0 / count)) (PyTorch's NCHW kernel). */
+ * nearbyint((float)sum * (float)(1.0 / count)) (PyTorch's NCHW kernel). avg (kernel, stride,
+ * pad; dil 1): the window [o s - pad, min(o s - pad + k, H + pad)) clipped to the input, acc =
+ * sum(q - zp) over its elements, out = clamp(zp + nearbyint((float)acc * (1.0f / (float)d))) with
+ * d = divisor (> 0), else the window's size before clipping (count_include_pad) or after (PyTorch's
+ * channels_last kernel's vector body). */
 typedef struct ts_qpool_args {
     bool adaptive_avg;
+    bool avg, count_include_pad;
+    int64_t divisor; /* avg: divisor_override, 0: none */
+    int64_t zp;      /* avg: the zero point of input and output */
     ts_dtype qdtype;
     int64_t planes, h, w, oh, ow;
     /* channels_last: x [planes / c, H, W, c] -> out [planes / c, OH, OW, c] (dense NHWC) */

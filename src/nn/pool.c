@@ -303,9 +303,10 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
 
 /* the options as the trace records them */
 static ts_tensor *trace_pool(const char *op, ts_tensor *x, ts_tensor *out, ts_pool2d_opts o) {
-    const int64_t ip[10] = {o.kernel[0],  o.kernel[1],   o.stride[0],   o.stride[1], o.padding[0],
-                            o.padding[1], o.dilation[0], o.dilation[1], o.ceil_mode, o.exclude_pad};
-    return tsi_trace(op, &x, 1, out, ip, 10, NULL, 0);
+    const int64_t ip[11] = {o.kernel[0],  o.kernel[1],   o.stride[0],       o.stride[1],
+                            o.padding[0], o.padding[1],  o.dilation[0],     o.dilation[1],
+                            o.ceil_mode,  o.exclude_pad, o.divisor_override};
+    return tsi_trace(op, &x, 1, out, ip, 11, NULL, 0);
 }
 
 ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o) {

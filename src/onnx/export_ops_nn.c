@@ -79,8 +79,9 @@ static int64_t pooled(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, 
 }
 
 /* max_pool2d / avg_pool2d: ip = kernel[2], stride[2], padding[2], dilation[2], ceil_mode,
- * exclude_pad. ceil_mode is written only where it changes the size, and only where ONNX's size
- * agrees with PyTorch's (which drops a last window that starts in the padding). */
+ * exclude_pad, divisor_override (AveragePool has none: refused). ceil_mode is written only where it
+ * changes the size, and only where ONNX's size agrees with PyTorch's (which drops a last window
+ * that starts in the padding). */
 static const char *emit_pool(tse *e, const tsi_trace_rec *r, const char *const *in,
                              const char *out) {
     ts_tensor *x = tse_in(e, r, 0), *y = tse_out(e, r);
@@ -98,6 +99,9 @@ static const char *emit_pool(tse *e, const tsi_trace_rec *r, const char *const *
                               (long long)want);
         ceil_needed = true;
     }
+    if (!max && r->n_i > 10 && r->i[10] > 0)
+        return tse_refuse(e, r, "divisor_override %lld (AveragePool divides by the window)",
+                          (long long)r->i[10]);
     if (!max && (d[0] != 1 || d[1] != 1))
         return tse_refuse(e, r, "a dilated average pool (AveragePool has dilations from opset 19)");
     if (!max && ceil_needed)

@@ -227,13 +227,14 @@ static const char *emit_linear(tse *e, const tsi_trace_rec *r, const char *const
     return tse_node2(e, "Reshape", yq, shape, out);
 }
 
-/* quantized_add / quantized_add_relu (a, b): DQ, DQ -> Add -> Q */
-static const char *emit_add(tse *e, const tsi_trace_rec *r, const char *const *in,
-                            const char *out) {
+/* quantized_add / _mul (+ _relu: the table's "Relu") (a, b): DQ, DQ -> Add / Mul -> Q */
+static const char *emit_binary(tse *e, const tsi_trace_rec *r, const char *const *in,
+                               const char *out) {
     ts_tensor *a = tse_in(e, r, 0), *b = tse_in(e, r, 1);
     if (!act_8bit(e, r, a, "input") || !act_8bit(e, r, b, "other")) return NULL;
+    const char *kind = strncmp(r->op, "quantized_mul", 13) ? "Add" : "Mul";
     const char *s =
-        tse_node2(e, "Add", dq(e, r, in[0], a, "input"), dq(e, r, in[1], b, "other"), NULL);
+        tse_node2(e, kind, dq(e, r, in[0], a, "input"), dq(e, r, in[1], b, "other"), NULL);
     return s ? requant(e, r, s, tse_out(e, r), e->onnx_op != NULL, out) : NULL;
 }
 
@@ -259,8 +260,8 @@ static const char *emit_cat(tse *e, const tsi_trace_rec *r, const char *const *i
     return same ? n->output[0] : q(e, r, n->output[0], y, out);
 }
 
-/* quantized_max_pool2d / adaptive_avg_pool2d / mean: DQ -> the float op's form -> Q (the input's
- * parameters) */
+/* quantized_max_pool2d / avg_pool2d / adaptive_avg_pool2d / mean: DQ -> the float op's form -> Q
+ * (the input's parameters) */
 static const char *emit_pool(tse *e, const tsi_trace_rec *r, const char *const *in,
                              const char *out) {
     ts_tensor *x = tse_in(e, r, 0);
@@ -291,12 +292,19 @@ const tse_op tse_ops_quant[] = {
     {"quantized_reshape", emit_reshape, NULL},
     {"quantized_conv2d", emit_conv, NULL},
     {"quantized_linear", emit_linear, NULL},
-    {"quantized_add", emit_add, NULL},
-    {"quantized_add_relu", emit_add, "Relu"},
+    {"quantized_add", emit_binary, NULL},
+    {"quantized_add_relu", emit_binary, "Relu"},
+    {"quantized_mul", emit_binary, NULL},
+    {"quantized_mul_relu", emit_binary, "Relu"},
     {"quantized_cat", emit_cat, NULL},
     {"quantized_max_pool2d", emit_pool, "max_pool2d"},
     {"quantized_adaptive_avg_pool2d", emit_pool, "adaptive_avg_pool2d"},
+    {"quantized_avg_pool2d", emit_pool, "avg_pool2d"},
     {"quantized_mean", emit_pool, "mean"},
+    {"quantized_hardswish", emit_refused,
+     "quantized hardswish: HardSwish is not written by the exporter (nor is the float op)"},
+    {"quantized_hardsigmoid", emit_refused,
+     "quantized hardsigmoid: HardSigmoid is not written by the exporter (nor is the float op)"},
     {"quantize_per_group", emit_refused,
      "per-group (int4) quantization: blocked QuantizeLinear is opset 21, the exporter writes 17"},
     {"quantized_linear_acc", emit_refused,

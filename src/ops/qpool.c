@@ -1,5 +1,6 @@
-/* qpool.c — max_pool2d and adaptive_avg_pool2d of quantized tensors (include/tessera/quant.h)
- * over the backend's qpool kernel (cpu: kern_qpool.c). Both keep the input's parameters. */
+/* qpool.c — max_pool2d, avg_pool2d and adaptive_avg_pool2d of quantized tensors
+ * (include/tessera/quant.h) over the backend's qpool kernel (cpu: kern_qpool.c). Both keep the
+ * input's parameters. */
 #include "autograd/trace.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
@@ -108,4 +109,46 @@ ts_tensor *ts_quantized_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t
         .adaptive_avg = true, .planes = planes, .h = h, .w = w, .oh = out_h, .ow = out_w};
     const int64_t ip[2] = {out_h, out_w}; /* traced for ONNX export (QDQ average pool) */
     return tsi_trace(op, &x, 1, run_pool(op, x, &a), ip, 2, NULL, 0);
+}
+
+ts_tensor *ts_quantized_avg_pool2d(ts_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                   const int64_t padding[2], bool ceil_mode, bool count_include_pad,
+                                   int64_t divisor_override) {
+    const char *op = "quantized_avg_pool2d";
+    int64_t planes, h, w;
+    if (!pool_input(op, x, &planes, &h, &w)) return NULL;
+    if (!kernel || !stride || !padding)
+        return tsi_error_set(TS_ERR_ARG, "%s: kernel, stride or padding is NULL", op), NULL;
+    if (divisor_override < 0)
+        return tsi_error_set(TS_ERR_ARG, "%s: divisor_override must be positive, but got %lld", op,
+                             (long long)divisor_override),
+               NULL;
+    ts_qpool_args a = {.avg = true,
+                       .count_include_pad = count_include_pad,
+                       .divisor = divisor_override,
+                       .zp = x->quant->zero_points[0],
+                       .planes = planes,
+                       .h = h,
+                       .w = w};
+    for (int i = 0; i < 2; i++) {
+        if (kernel[i] < 1 || stride[i] < 1 || padding[i] < 0 || 2 * padding[i] > kernel[i])
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: kernel_size (%lld) and stride (%lld) must be >= 1 and "
+                                 "padding (%lld) between 0 and half the kernel",
+                                 op, (long long)kernel[i], (long long)stride[i],
+                                 (long long)padding[i]),
+                   NULL;
+        a.kernel[i] = kernel[i], a.stride[i] = stride[i], a.pad[i] = padding[i], a.dil[i] = 1;
+    }
+    a.oh = pool_out(h, kernel[0], padding[0], stride[0], 1, ceil_mode);
+    a.ow = pool_out(w, kernel[1], padding[1], stride[1], 1, ceil_mode);
+    if (a.oh < 1 || a.ow < 1)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: the output of input %s would be empty", op,
+                             tsi_desc(x)),
+               NULL;
+    /* traced for ONNX export (QDQ AveragePool): avg_pool2d's record layout */
+    const int64_t ip[11] = {kernel[0],       kernel[1], stride[0], stride[1], padding[0],
+                            padding[1],      1,         1,         ceil_mode, !count_include_pad,
+                            divisor_override};
+    return tsi_trace(op, &x, 1, run_pool(op, x, &a), ip, 11, NULL, 0);
 }

@@ -154,3 +154,39 @@ def test_views_and_mean_of_a_quantized_tensor():
                                                  "qint8, quint8 or qint32 quantized per tensor"):
         pc.transpose(1, 2)
     assert pc.detach().q_per_channel_axis() == 1
+
+
+ELEMENTWISE = os.path.join(os.path.dirname(__file__), "..", "data", "quant_elementwise_ref.json")
+
+
+@pytest.mark.parametrize("dtype", ["quint8", "qint8"])
+def test_mul_hardswish_hardsigmoid_avg_pool_are_pytorchs_bits(dtype):
+    """PyTorch's x86 integers (tests/data/gen_quant_elementwise_ref.py) on fixed random inputs:
+    mul and mul_relu broadcast [2, 16, 1, 1] over [2, 16, 5, 5] (QFunctional's), hardswish to
+    given qparams, hardsigmoid to its fixed ones, avg_pool2d floor / ceil, with and without the
+    padding counted and with a divisor_override: every integer equal"""
+    with open(ELEMENTWISE) as f:
+        r = json.load(f)[dtype]
+    qdt, idt = ((tessera.quint8, tessera.uint8) if dtype == "quint8"
+                else (tessera.qint8, tessera.int8))
+    a = tessera._C._make_per_tensor_quantized_tensor(tessera.tensor(r["a"], dtype=idt),
+                                                      r["a_scale"], r["a_zp"])
+    b = tessera._C._make_per_tensor_quantized_tensor(tessera.tensor(r["b"], dtype=idt),
+                                                      r["b_scale"], r["b_zp"])
+    F = tessera.nn.functional
+    qf = tessera.ao.nn.quantized.QFunctional()
+    qf.scale, qf.zero_point = 0.02, 7
+    hs = tessera.ao.nn.quantized.Hardswish(0.05, 10)
+    got = {"mul": qf.mul(a, b), "mul_relu": qf.mul_relu(a, b), "hardswish": hs(a),
+           "hardsigmoid": F.hardsigmoid(a), "avg_3_1_1": F.avg_pool2d(a, 3, 1, 1),
+           "avg_3_2_1_ceil_excl": F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
+                                               count_include_pad=False),
+           "avg_2_2_0_div3": F.avg_pool2d(a, 2, 2, 0, divisor_override=3)}
+    for k, v in got.items():
+        assert v.dtype == qdt, k
+        assert v.int_repr().tolist() == r[k], k
+    h = got["hardsigmoid"]
+    assert [h.q_scale(), h.q_zero_point()] == r["hardsigmoid_qparams"]
+    assert got["mul"].q_scale() == 0.02 and got["avg_3_1_1"].q_zero_point() == r["a_zp"]
+    with pytest.raises(RuntimeError, match="hardswish\\(inplace=True\\) of a quantized tensor"):
+        F.hardswish(a, inplace=True)

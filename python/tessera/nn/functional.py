@@ -129,6 +129,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             raise RuntimeError("avg_pool2d(): divisor must be not zero")
     k = _pair(kernel_size, "kernel_size", "avg_pool2d")
     s = k if _no_stride(stride) else _pair(stride, "stride", "avg_pool2d")
+    if getattr(input, "is_quantized", False):  # ts_quantized_avg_pool2d
+        return _C._quantized_avg_pool2d(input, k, s, _pair(padding, "padding", "avg_pool2d"),
+                                        bool(ceil_mode), bool(count_include_pad),
+                                        divisor_override)
     if divisor < 0:  # ATen divides by any nonzero override: a sum divided (src/nn/pool_nd.c)
         return _C._nn_pool_nd(1, input, 2, k, s, _pair(padding, "padding", "avg_pool2d"), (1, 1),
                               bool(ceil_mode), not count_include_pad, divisor, False, 0.0)

@@ -91,11 +91,24 @@ def mish(input, inplace=False):
     return _act(_MISH, input, inplace=inplace)
 
 
+def _quantized(input, name, inplace):
+    if not getattr(input, "is_quantized", False):
+        return False
+    if inplace:
+        raise RuntimeError("%s(inplace=True) of a quantized tensor is not supported (quantized "
+                           "tensors are not written in place); use inplace=False" % name)
+    return True
+
+
 def hardsigmoid(input, inplace=False):
+    if _quantized(input, "hardsigmoid", inplace):  # ts_quantized_hardsigmoid: fixed qparams
+        return _C._quantized_hardsigmoid(input)
     return _act(_HARDSIGMOID, input, inplace=inplace)
 
 
 def hardswish(input, inplace=False):
+    if _quantized(input, "hardswish", inplace):  # ts_quantized_hardswish: the input's qparams
+        return _C._quantized_hardswish(input, input.q_scale(), input.q_zero_point())
     return _act(_HARDSWISH, input, inplace=inplace)
 
 

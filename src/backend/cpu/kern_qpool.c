@@ -1,6 +1,6 @@
-/* kern_qpool.c — max and adaptive average pooling of quantized integers (backend.h's qpool,
- * quant_args.h's ts_qpool_args), on the integers themselves: the parameters pass through. NCHW
- * planes, or channels_last images (a->nhwc: [H][W][C] in, [OH][OW][C] out, the same windows,
+/* kern_qpool.c — max, average and adaptive average pooling of quantized integers (backend.h's
+ * qpool, quant_args.h's ts_qpool_args), on the integers themselves: the parameters pass through.
+ * NCHW planes, or channels_last images (a->nhwc: [H][W][C] in, [OH][OW][C] out, the same windows,
  * each output pixel's C channels a contiguous row). */
 #include <math.h>
 #include <string.h>
@@ -97,6 +97,46 @@ static void avg_plane(const ts_qpool_args *a, int64_t p) {
     }
 }
 
+/* the avg window of output (oy, ox): rows [*y0, *y1), columns [*x0, *x1) inside the input, and
+ * the float32 multiplier 1 / divisor (quant_args.h) */
+static float avg_window(const ts_qpool_args *a, int64_t oy, int64_t ox, int64_t *y0, int64_t *y1,
+                        int64_t *x0, int64_t *x1) {
+    const int64_t ys = oy * a->stride[0] - a->pad[0], xs = ox * a->stride[1] - a->pad[1];
+    const int64_t ye = ys + a->kernel[0] < a->h + a->pad[0] ? ys + a->kernel[0] : a->h + a->pad[0];
+    const int64_t xe = xs + a->kernel[1] < a->w + a->pad[1] ? xs + a->kernel[1] : a->w + a->pad[1];
+    const int64_t pool_size = (ye - ys) * (xe - xs);
+    *y0 = ys > 0 ? ys : 0, *x0 = xs > 0 ? xs : 0;
+    *y1 = ye < a->h ? ye : a->h, *x1 = xe < a->w ? xe : a->w;
+    const int64_t size = (*y1 - *y0) * (*x1 - *x0);
+    const int64_t d = a->divisor > 0 ? a->divisor : a->count_include_pad ? pool_size : size;
+    return 1.0f / (float)d;
+}
+
+/* zp + nearbyint(acc * m) within the dtype's range */
+static int64_t avg_out(const ts_qpool_args *a, int64_t acc, float m) {
+    const int64_t lo = a->qdtype == TS_QINT8 ? -128 : a->qdtype == TS_QUINT8 ? 0 : INT32_MIN;
+    const int64_t hi = a->qdtype == TS_QINT8 ? 127 : a->qdtype == TS_QUINT8 ? 255 : INT32_MAX;
+    const int64_t v = a->zp + (int64_t)nearbyintf((float)acc * m);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* avg pooling of plane p (NCHW) or of image p's C channels (channels_last: in [H][W][C]) */
+static void avg_pool_part(const ts_qpool_args *a, int64_t p) {
+    const int64_t C = a->nhwc ? a->c : 1, H = a->h, W = a->w;
+    for (int64_t oy = 0; oy < a->oh; oy++)
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            int64_t y0, y1, x0, x1;
+            const float m = avg_window(a, oy, ox, &y0, &y1, &x0, &x1);
+            const int64_t size = (y1 - y0) * (x1 - x0);
+            for (int64_t c = 0; c < C; c++) {
+                int64_t acc = -a->zp * (size > 0 ? size : 0);
+                for (int64_t y = y0; y < y1; y++)
+                    for (int64_t x = x0; x < x1; x++) acc += load(a, ((p * H + y) * W + x) * C + c);
+                put(a, ((p * a->oh + oy) * a->ow + ox) * C + c, avg_out(a, acc, m));
+            }
+        }
+}
+
 /* image i of a channels_last input: every output pixel's row of C channels the maximum of its
  * taps' rows (bytes: as uint8 with int8's top bit flipped, a loop the compiler vectorizes) */
 static void max_image_nhwc(const ts_qpool_args *a, int64_t img) {
@@ -163,7 +203,9 @@ void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a) {
         TS_PARALLEL_FOR_IF(
             images > 1 && a->planes * a->h * a->w >= ((int64_t)1 << 16),
             for (int64_t i = 0; i < images; i++) {
-                if (a->adaptive_avg)
+                if (a->avg)
+                    avg_pool_part(a, i);
+                else if (a->adaptive_avg)
                     avg_image_nhwc(a, i);
                 else
                     max_image_nhwc(a, i);
@@ -173,7 +215,9 @@ void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a) {
     TS_PARALLEL_FOR_IF(
         a->planes > 1 && a->planes * a->h * a->w >= ((int64_t)1 << 16),
         for (int64_t p = 0; p < a->planes; p++) {
-            if (a->adaptive_avg)
+            if (a->avg)
+                avg_pool_part(a, p);
+            else if (a->adaptive_avg)
                 avg_plane(a, p);
             else if (a->qdtype != TS_QINT32 && a->dil[0] == 1 && a->dil[1] == 1)
                 max_plane_bytes(a, p, a->qdtype == TS_QINT8 ? 0x80 : 0);

@@ -1,7 +1,7 @@
 """tessera.ao.quantization.quantize — eager-mode static post-training quantization under
-PyTorch's names: propagate_qconfig_, prepare (observers after QuantStub, Conv2d, Linear and the
-fused modules; FloatFunctional's own), calibration (run the model) and convert (each observed
-module swapped for its tessera.ao.nn.quantized form)."""
+PyTorch's names: propagate_qconfig_, prepare (observers after QuantStub, Conv2d, Linear,
+Hardswish and the fused modules; FloatFunctional's own), calibration (run the model) and convert
+(each observed module swapped for its tessera.ao.nn.quantized form)."""
 import copy
 
 from tessera import nn
@@ -18,7 +18,7 @@ __all__ = ["propagate_qconfig_", "prepare", "convert", "get_default_static_quant
 
 def get_default_static_quant_module_mappings():
     return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize, nn.Conv2d: nnq.Conv2d,
-            nn.Linear: nnq.Linear, nni.ConvReLU2d: nniq.ConvReLU2d,
+            nn.Linear: nnq.Linear, nn.Hardswish: nnq.Hardswish, nni.ConvReLU2d: nniq.ConvReLU2d,
             nni.LinearReLU: nniq.LinearReLU, nnq.FloatFunctional: nnq.QFunctional,
             # QAT modules (prepare_qat's): converted by nnqat._quantized_from_qat
             nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d, nniqat.ConvBn2d: nnq.Conv2d,
@@ -27,8 +27,8 @@ def get_default_static_quant_module_mappings():
 
 
 # observed at their output by a forward hook (DeQuantStub's output is float: not observed)
-_OBSERVED = (QuantStub, nn.Conv2d, nn.Linear, nni.ConvReLU2d, nni.LinearReLU, nnqat.Linear,
-             nnqat.Conv2d, nniqat.ConvBn2d, nniqat.ConvBnReLU2d, nniqat.ConvReLU2d,
+_OBSERVED = (QuantStub, nn.Conv2d, nn.Linear, nn.Hardswish, nni.ConvReLU2d, nni.LinearReLU,
+             nnqat.Linear, nnqat.Conv2d, nniqat.ConvBn2d, nniqat.ConvBnReLU2d, nniqat.ConvReLU2d,
              nniqat.LinearReLU)
 
 

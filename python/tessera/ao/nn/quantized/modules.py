@@ -11,7 +11,8 @@ import tessera
 from tessera import _C
 from tessera.nn.module import Module
 
-__all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "FloatFunctional", "QFunctional"]
+__all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "FloatFunctional", "QFunctional",
+           "Hardswish"]
 
 _INT32_MAX = 2147483647.0
 
@@ -297,8 +298,8 @@ class FloatFunctional(Module):
 
 
 class QFunctional(Module):
-    """torch.ao.nn.quantized.QFunctional: add / add_relu / cat of quantized tensors to its scale
-    and zero point (ts_quantized_add, ts_quantized_cat)"""
+    """torch.ao.nn.quantized.QFunctional: add / add_relu / mul / mul_relu / cat of quantized
+    tensors to its scale and zero point (ts_quantized_add, ts_quantized_mul, ts_quantized_cat)"""
 
     def __init__(self):
         super().__init__()
@@ -317,6 +318,12 @@ class QFunctional(Module):
 
     def cat(self, x, dim=0):
         return _C._quantized_cat(list(x), dim, self.scale, self.zero_point)
+
+    def mul(self, x, y):
+        return _C._quantized_mul(x, y, self.scale, self.zero_point, False)
+
+    def mul_relu(self, x, y):
+        return _C._quantized_mul(x, y, self.scale, self.zero_point, True)
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         destination[prefix + "scale"] = tessera.tensor(self.scale, dtype=tessera.float32)
@@ -338,3 +345,25 @@ class QFunctional(Module):
         q = cls()
         q.scale, q.zero_point = float(s[0]), int(z[0])
         return q
+
+
+class Hardswish(tessera.nn.Hardswish):
+    """torch.ao.nn.quantized.Hardswish: hardswish of a quantized tensor requantized to its scale and
+    zero point (ts_quantized_hardswish; buffers `scale`, `zero_point` as PyTorch's)"""
+
+    def __init__(self, scale, zero_point, device=None, dtype=None):
+        super().__init__()
+        self.register_buffer("scale", tessera.tensor(float(scale), dtype=tessera.float32))
+        self.register_buffer("zero_point", tessera.tensor(int(zero_point), dtype=tessera.int64))
+
+    def forward(self, input):
+        return _C._quantized_hardswish(input, float(self.scale), int(self.zero_point))
+
+    def _get_name(self):
+        return "QuantizedHardswish"
+
+    @staticmethod
+    def from_float(mod, use_precomputed_fake_quant=False):
+        s, z = mod.activation_post_process.calculate_qparams()
+        return Hardswish(float(s[0] if s.dim() else s), int(z[0] if z.dim() else z))
+
