@@ -442,6 +442,11 @@ static void test_mul(void) {
     CHECK(!ts_quantized_mul(q32, q32, 1, 0, false));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_mul: input qint32 [2] on cpu and other qint32 [2] on "
                                 "cpu must have one dtype, qint8 or quint8");
+    if (!ts_device_count(TS_SIM)) ts_sim_configure(1, 0);
+    ts_tensor *bs = ts_make_per_tensor_quantized_tensor(
+        ts_from_data(TS_SHAPE(1), TS_U8, bv, (ts_opts){.device = {TS_SIM, 0}}), 0.25, 10);
+    CHECK(bs && !ts_quantized_mul(a, bs, 0.125, 5, false)); /* cpu and sim:0 */
+    CHECK_ERR(TS_ERR_DEVICE);
     CHECK(!ts_quantized_mul(a, b, 0, 5, false));
     CHECK_ERR_HAS(TS_ERR_ARG, "quantized_mul");
     CHECK(!ts_quantized_mul(a, ts_dequantize(b), 1, 0, true));

@@ -190,3 +190,33 @@ def test_mul_hardswish_hardsigmoid_avg_pool_are_pytorchs_bits(dtype):
     assert got["mul"].q_scale() == 0.02 and got["avg_3_1_1"].q_zero_point() == r["a_zp"]
     with pytest.raises(RuntimeError, match="hardswish\\(inplace=True\\) of a quantized tensor"):
         F.hardswish(a, inplace=True)
+
+
+class _QuantizedOps(tessera.nn.Module):
+    """quantize, avg_pool2d (padding not counted), mean over two dims kept, a broadcast mul, a
+    transpose and a mean over one dim, then dequantize: each a traced quantized op"""
+
+    def forward(self, x):
+        q = tessera.quantize_per_tensor(x, 0.05, 3, tessera.quint8)
+        a = tessera.nn.functional.avg_pool2d(q, 3, 2, 1, count_include_pad=False)
+        m = q.mean([2, 3], keepdim=True)
+        p = tessera._C._quantized_mul(a, m, 0.01, 5, False)
+        return p.transpose(2, 3).mean(1).dequantize()
+
+
+def test_quantized_ops_export_as_qdq(tmp_path):
+    """written as QDQ and read back: the importer's float ops between DequantizeLinear and
+    QuantizeLinear round once more than the integer kernels, so each output is within one
+    quantum (0.01) of the eager model's per step it passed: the shape and the values check the
+    traced dims, keepdim, window and broadcast"""
+    g = tessera.Generator().manual_seed(5)
+    x = tessera.rand(2, 3, 7, 6, generator=g) * 4
+    m = _QuantizedOps()
+    with tessera.no_grad():
+        y = m(x)
+    path = str(tmp_path / "qops.onnx")
+    tessera.onnx.export(m, (x,), path)
+    with tessera.no_grad():
+        back = tessera.onnx.load(path)(x)
+    assert list(back.shape) == list(y.shape) == [2, 3, 4]
+    assert (back - y).abs().max().item() <= 3 * 0.01 + 1e-6

@@ -1,0 +1,83 @@
+"""torchvision.models.quantization.googlenet: GoogLeNet with QuantStub / DeQuantStub, ReLU modules
+in its conv blocks (fused with conv + bn), FloatFunctional cats and fuse_model (torchvision's
+module and state-dict names)."""
+import tessera as ts
+from tessera import nn
+from tessera.ao import quantization as tq
+from tessera.ao.nn.quantized import FloatFunctional
+from tessera.nn import functional as F
+
+from ..googlenet import BasicConv2d, GoogLeNet, GoogLeNetOutputs, Inception, InceptionAux
+from .utils import _build, _fuse_modules
+
+__all__ = ["QuantizableGoogLeNet", "googlenet"]
+
+
+class QuantizableBasicConv2d(BasicConv2d):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.bn(self.conv(x)))
+
+    def fuse_model(self, is_qat=None):
+        _fuse_modules(self, ["conv", "bn", "relu"], is_qat, inplace=True)
+
+
+class QuantizableInception(Inception):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
+        self.cat = FloatFunctional()
+
+    def forward(self, x):
+        return self.cat.cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)],
+                            1)
+
+
+class QuantizableInceptionAux(InceptionAux):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        x = ts.flatten(self.conv(F.adaptive_avg_pool2d(x, (4, 4))), 1)
+        return self.fc2(self.dropout(self.relu(self.fc1(x))))
+
+
+class QuantizableGoogLeNet(GoogLeNet):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, blocks=[QuantizableBasicConv2d, QuantizableInception,
+                                        QuantizableInceptionAux], **kwargs)
+        self.quant = tq.QuantStub()
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        """GoogLeNet's forward between the stubs (the input transform before QuantStub); the
+        auxiliary heads' outputs (training only) are not dequantized, and come as torchvision
+        0.29's quantizable GoogLeNet gives them: swapped against the float network's
+        (GoogLeNetOutputs(logits, aux1's, aux2's); it unpacks _forward's x, aux2, aux1 as x,
+        aux1, aux2)"""
+        x = self.quant(self._transform_input(x))
+        x = self.maxpool2(self.conv3(self.conv2(self.maxpool1(self.conv1(x)))))
+        x = self.maxpool3(self.inception3b(self.inception3a(x)))
+        x = self.inception4a(x)
+        aux1 = self.aux1(x) if self.aux1 is not None and self.training else None
+        x = self.inception4d(self.inception4c(self.inception4b(x)))
+        aux2 = self.aux2(x) if self.aux2 is not None and self.training else None
+        x = self.maxpool4(self.inception4e(x))
+        x = self.inception5b(self.inception5a(x))
+        x = self.dequant(self.fc(self.dropout(ts.flatten(self.avgpool(x), 1))))
+        if self.training and self.aux_logits:
+            return GoogLeNetOutputs(x, aux1, aux2)
+        return x
+
+    def fuse_model(self, is_qat=None):
+        """conv + bn + relu of every conv block fused in place (numerics unchanged, still float)"""
+        for m in self.modules():
+            if type(m) is QuantizableBasicConv2d:
+                m.fuse_model(is_qat)
+
+
+def googlenet(*, weights=None, progress=True, quantize=False, **kwargs):
+    return _build("quantized_googlenet", QuantizableGoogLeNet, (), weights, quantize, kwargs)
