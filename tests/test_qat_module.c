@@ -59,21 +59,28 @@ static float ref_fq(float x, float sc, int zp, int qmin, int qmax, int *mask) {
     return (c - (float)zp) * sc;
 }
 
-/* PyTorch's _calculate_qparams in float32: symmetric qint8 (weights) or affine (activations) */
+/* The qparams PyTorch's fused fake quant trains with (FusedMovingAvgObsFakeQuantize: fbgemm's
+ * ChooseQuantizationParams of the observed range, preserve_sparsity for the symmetric weights):
+ * written here from its definition, in double with float32 ends as fbgemm keeps them */
 static void ref_qparams(float mn, float mx, int qmin, int qmax, bool sym, float *sc, int *zp) {
-    const float min_neg = mn < 0 ? mn : 0, max_pos = mx > 0 ? mx : 0;
-    if (sym) {
-        const float m = -min_neg > max_pos ? -min_neg : max_pos;
-        *sc = m / ((float)(qmax - qmin) / 2);
-        *zp = 0;
-    } else {
-        *sc = (max_pos - min_neg) / (float)(qmax - qmin);
+    if (sym && mn < 0 && mx > 0) { /* [-(n + 1), n] quanta of one scale, n = (qmax - qmin) / 2 */
+        const int n = (qmax - qmin) / 2;
+        const double m = fmax(fabs(mn / (double)(-n - 1)), fabs(mx / (double)n));
+        mn = (float)(m * (-n - 1)), mx = (float)(m * n);
     }
-    if (*sc < FLT_EPSILON) *sc = FLT_EPSILON;
-    if (!sym) {
-        float z = (float)qmin - nearbyintf(min_neg / *sc);
-        *zp = (int)(z < qmin ? qmin : z > qmax ? qmax : z);
+    mn = mn < 0 ? mn : 0, mx = mx > 0 ? mx : 0;
+    double s = ((double)mx - mn) / (qmax - qmin);
+    if ((float)s == 0.0f) s = 0.1;
+    CHECK(s >= 6.1e-5); /* the cases here stay above fbgemm's smallest scale */
+    double z;
+    if (sym && mn < 0 && mx > 0) {
+        z = (qmin + qmax) / 2.0;
+    } else { /* from the end with the smaller rounding error */
+        const double zlo = qmin - mn / s, zhi = qmax - mx / s;
+        z = fabs((double)qmin) - fabs(mn / s) < fabs((double)qmax) - fabs(mx / s) ? zlo : zhi;
     }
+    *sc = (float)s;
+    *zp = z < qmin ? qmin : z > qmax ? qmax : (int)nearbyint(z);
 }
 
 /* float32 accumulation of k terms of absolute sum a: |error| <= gamma_k a (a transformed or
@@ -115,9 +122,9 @@ static void check_weight_first(ts_module *layer, const float *w, int out, int pe
         int zp;
         ref_qparams(mn, mx, -128, 127, true, &sc, &zp);
         CHECK(f32_at(layer, "weight_fake_quant.scale", o) == sc);
-        CHECK_EQ(i32_at(layer, "weight_fake_quant.zero_point", o), 0);
+        CHECK_EQ(i32_at(layer, "weight_fake_quant.zero_point", o), zp); /* 0 unless one-sided */
         for (int i = 0; i < per; i++)
-            wq[o * per + i] = ref_fq(w[o * per + i], sc, 0, -128, 127, &wmask[o * per + i]);
+            wq[o * per + i] = ref_fq(w[o * per + i], sc, zp, -128, 127, &wmask[o * per + i]);
     }
 }
 
@@ -280,6 +287,7 @@ static void test_observers(void) {
             int zp;
             ref_qparams(mn, mx, -128, 127, true, &sc, &zp);
             CHECK(f32_at(lin, "weight_fake_quant.scale", o) == sc);
+            CHECK_EQ(i32_at(lin, "weight_fake_quant.zero_point", o), zp);
         }
         /* the output's observer: the batch's range from the float64 reference (the weight fake
          * quantized with the qparams just computed), averaged from the previous observed range */
@@ -287,8 +295,9 @@ static void test_observers(void) {
         for (int o = 0; o < OUT; o++)
             for (int i = 0; i < IN; i++) {
                 int mk;
-                wq[o * IN + i] = ref_fq(w[o * IN + i], f32_at(lin, "weight_fake_quant.scale", o), 0,
-                                        -128, 127, &mk);
+                wq[o * IN + i] =
+                    ref_fq(w[o * IN + i], f32_at(lin, "weight_fake_quant.scale", o),
+                           i32_at(lin, "weight_fake_quant.zero_point", o), -128, 127, &mk);
             }
         double Y[R * OUT], E[R * OUT], lo = INFINITY, hi = -INFINITY, e = 0;
         linear_ref(x, wq, b, R, IN, OUT, Y, E);
@@ -351,8 +360,8 @@ static void test_observers(void) {
 }
 
 /* The straight-through gradient with fixed qparams: an input three times the observed one puts
- * outputs beyond the range (their gradient zero), and the weight's largest positive value rounds
- * to 128, beyond qint8 (its gradient zero, as PyTorch's). */
+ * outputs beyond the range (their gradient zero), and the weight made 1.5 times the observed one
+ * puts its largest values beyond qint8 (their gradient zero, as PyTorch's). */
 static void test_gradient(void) {
     enum { R = 5, IN = 6, OUT = 4 };
     ts_manual_seed(9);
@@ -368,6 +377,10 @@ static void test_gradient(void) {
     ts_scope_end();
     CHECK(ts_qat_freeze_observers(lin, true) == TS_OK);
     for (int i = 0; i < R * IN; i++) x[i] *= 3;
+    ts_no_grad_begin();
+    CHECK(ts_mul_scalar_(buf(lin, "weight"), 1.5) != NULL);
+    ts_no_grad_end();
+    for (int i = 0; i < OUT * IN; i++) w[i] *= 1.5f; /* the same float32 product */
     ts_scope_begin();
     ts_tensor *xt = ts_tensor_f32(TS_SHAPE(R, IN), x, (ts_opts){0});
     ts_set_requires_grad(xt, true);
@@ -384,8 +397,9 @@ static void test_gradient(void) {
     int wm[OUT * IN], wm0 = 0, am0 = 0, amb = 0;
     for (int o = 0; o < OUT; o++)
         for (int i = 0; i < IN; i++) {
-            wq[o * IN + i] = ref_fq(w[o * IN + i], f32_at(lin, "weight_fake_quant.scale", o), 0,
-                                    -128, 127, &wm[o * IN + i]);
+            wq[o * IN + i] =
+                ref_fq(w[o * IN + i], f32_at(lin, "weight_fake_quant.scale", o),
+                       i32_at(lin, "weight_fake_quant.zero_point", o), -128, 127, &wm[o * IN + i]);
             wm0 += !wm[o * IN + i];
         }
     const float sc = f32_at(lin, "activation_post_process.scale", 0);

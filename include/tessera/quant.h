@@ -200,6 +200,18 @@ TS_API ts_status ts_calculate_qparams(ts_tensor *min_val, ts_tensor *max_val, in
                                       int64_t quant_max, bool symmetric,
                                       int64_t symmetric_zero_point, double eps, ts_tensor **scale,
                                       ts_tensor **zero_point);
+/* fbgemm's ChooseQuantizationParams element by element over min_val / max_val (float32 of one
+ * shape, 0-d or 1-D; finite, min_val <= max_val): the qparams PyTorch's fused moving-average fake
+ * quant (FusedMovingAvgObsFakeQuantize, QAT's default) trains with. The range widened to contain
+ * 0; preserve_sparsity (its symmetric schemes) makes it symmetric over [-(n + 1), n] quanta with n
+ * = (quant_max - quant_min) / 2 in integers and the zero point the midpoint (quant_min +
+ * quant_max) / 2 rounded half to even; scale = (max - min) / (quant_max - quant_min) in float64,
+ * 0.1 where it is 0, at least 6.1e-5 (the range rescaled), stored as float32; zero point from
+ * the end with the smaller rounding error, rounded and clamped. *scale float32, *zero_point int64,
+ * of shape [1] for a 0-d input, else min_val's. */
+TS_API ts_status ts_choose_qparams_minmax(ts_tensor *min_val, ts_tensor *max_val, int64_t quant_min,
+                                          int64_t quant_max, bool preserve_sparsity,
+                                          ts_tensor **scale, ts_tensor **zero_point);
 
 /* ------------------------------------------------------------------ int8 convolution */
 /* torch.ops.quantized.conv2d (nn.quantized.Conv2d / ConvReLU2d) with an int32 bias: x quint8 or

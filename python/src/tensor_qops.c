@@ -238,6 +238,26 @@ static PyObject *f__make_per_channel_quantized_tensor SIG {
     return tsp_wrap(r);
 }
 
+/* _choose_qparams_minmax(min_val, max_val, quant_min, quant_max, preserve_sparsity) */
+static PyObject *f__choose_qparams_minmax SIG {
+    (void)mod;
+    const char *fn = "choose_qparams_minmax";
+    PARSE("choose_qparams_minmax", 5, "min_val", "max_val", "quant_min", "quant_max",
+          "preserve_sparsity");
+    ts_tensor *mn = TARG(0, fn), *mx = mn ? TARG(1, fn) : NULL;
+    int64_t qmin, qmax;
+    bool sym;
+    if (!mx || tsp_int_arg(a[2], &qmin, fn, "quant_min") < 0 ||
+        tsp_int_arg(a[3], &qmax, fn, "quant_max") < 0 ||
+        tsp_bool_arg(a[4], false, &sym, fn, "preserve_sparsity") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *r[2] = {NULL, NULL};
+    ts_status st;
+    TSP_NOGIL(st = ts_choose_qparams_minmax(mn, mx, qmin, qmax, sym, &r[0], &r[1]));
+    if (st != TS_OK) return tsp_raise_pending();
+    return tsp_results(fn, r, 2);
+}
+
 /* _calculate_qparams(min_val, max_val, quant_min, quant_max, symmetric, symmetric_zero_point,
  * eps) -> (scale float32, zero_point int64) */
 static PyObject *f__calculate_qparams SIG {
@@ -331,6 +351,7 @@ PyMethodDef tsp_tensor_qops_functions[] = {
     QFN(_make_per_tensor_quantized_tensor),
     QFN(_make_per_channel_quantized_tensor),
     QFN(_calculate_qparams),
+    QFN(_choose_qparams_minmax),
     QFN(_fake_quantize_per_tensor_affine),
     QFN(_fake_quantize_per_channel_affine),
     {NULL, NULL, 0, NULL},

@@ -79,8 +79,11 @@ static bool flag_on(ts_module *m, int slot) {
     return !isnan(v) && v != 0;
 }
 
-/* PyTorch's FakeQuantize.forward: the observer sees x, its qparams become scale / zero_point (when
- * observing), then x is fake quantized with them (when enabled). Observers run in training only. */
+/* PyTorch's fused fake quant: the observer sees x, then scale / zero_point become fbgemm's
+ * ChooseQuantizationParams of its running range (ts_choose_qparams_minmax; the per-channel
+ * weights' symmetric), then x is fake quantized with them (when enabled). Observers run in
+ * training only, and the qparams change only when they do (PyTorch recomputes them from the same
+ * range on every call: the same values). */
 static ts_tensor *fq_forward(ts_module *self, ts_tensor *x) {
     fq_m *f = (fq_m *)self;
     ts_tensor *scale = tsi_buffer_at(self, f->scale), *zp = tsi_buffer_at(self, f->zp);
@@ -88,9 +91,9 @@ static ts_tensor *fq_forward(ts_module *self, ts_tensor *x) {
         obs_m *o = f->obs;
         if (!obs_update(o, x)) return NULL;
         ts_tensor *s, *z;
-        const double eps = ts_item(tsi_buffer_at(&o->base, o->eps));
-        if (ts_calculate_qparams(tsi_buffer_at(&o->base, o->min), tsi_buffer_at(&o->base, o->max),
-                                 f->qmin, f->qmax, f->per_channel, 0, eps, &s, &z) != TS_OK ||
+        if (ts_choose_qparams_minmax(tsi_buffer_at(&o->base, o->min),
+                                     tsi_buffer_at(&o->base, o->max), f->qmin, f->qmax,
+                                     f->per_channel, &s, &z) != TS_OK ||
             !ts_copy_(scale, s) || !ts_copy_(zp, z))
             return NULL;
     }

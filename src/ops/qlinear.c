@@ -33,28 +33,10 @@ ts_status ts_choose_qparams_per_tensor(ts_tensor *x, ts_dtype dtype, bool reduce
     if (isnan(mn) || isnan(mx))
         return tsi_error_set(TS_ERR_ARG, "%s: input %s contains NaN", op, tsi_desc(x));
     /* fbgemm's ChooseQuantizationParams (preserve_sparsity and power-of-two scales off) */
-    int32_t qmin = dtype == TS_QUINT8 ? 0 : -128, qmax = dtype == TS_QUINT8 ? 255 : 127;
+    int32_t qmin = dtype == TS_QUINT8 ? 0 : -128, qmax = dtype == TS_QUINT8 ? 255 : 127, zp;
     if (reduce_range) qmin /= 2, qmax /= 2;
-    float lo = (float)mn < 0 ? (float)mn : 0.f, hi = (float)mx > 0 ? (float)mx : 0.f;
-    double s = ((double)hi - lo) / (qmax - qmin);
-    if ((float)s == 0.0f || isinf(1.0f / (float)s)) s = 0.1;
-    const float small = 6.1e-5f;
-    if (s < small) {
-        const float org = (float)s;
-        s = small;
-        if (lo == 0.0f)
-            hi = small * (qmax - qmin);
-        else if (hi == 0.0f)
-            lo = -small * (qmax - qmin);
-        else
-            lo *= small / org, hi *= small / org;
-    }
-    const double zmin = qmin - lo / s, zmax = qmax - hi / s;
-    const double emin = fabs((double)qmin) - fabs(lo / s), emax = fabs((double)qmax) - fabs(hi / s);
-    const double z0 = emin < emax ? zmin : zmax;
-    const int32_t zp = z0 < qmin ? qmin : z0 > qmax ? qmax : (int32_t)nearbyint(z0);
-    *scale = s; /* double, as PyTorch's; its kernels use it as float32, as ours */
-    *zero_point = zp;
+    tsi_choose_qparams((float)mn, (float)mx, qmin, qmax, false, scale, &zp);
+    *zero_point = zp; /* the scale double, as PyTorch's; its kernels use it as float32, as ours */
     return TS_OK;
 }
 

@@ -150,10 +150,68 @@ ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape) {
 }
 
 /* ------------------------------------------------------------------ observers' qparams */
-ts_status ts_calculate_qparams(ts_tensor *min_val, ts_tensor *max_val, int64_t quant_min,
-                               int64_t quant_max, bool symmetric, int64_t symmetric_zero_point,
-                               double eps, ts_tensor **scale, ts_tensor **zero_point) {
-    const char *op = "calculate_qparams";
+void tsi_choose_qparams(float lo, float hi, int32_t qmin, int32_t qmax, bool preserve_sparsity,
+                        double *scale, int32_t *zero_point) {
+    if (lo < 0 && hi > 0 && preserve_sparsity) { /* symmetric: [-(n + 1), n] steps of one scale */
+        const int32_t sqmin = -((qmax - qmin) / 2 + 1), sqmax = (qmax - qmin) / 2;
+        const double a = fabs(lo / (double)sqmin), b = fabs(hi / (double)sqmax);
+        const double m = a > b ? a : b;
+        lo = (float)(m * sqmin), hi = (float)(m * sqmax);
+    }
+    lo = lo < 0.f ? lo : 0.f, hi = hi > 0.f ? hi : 0.f;
+    double s = ((double)hi - lo) / (qmax - qmin);
+    if ((float)s == 0.0f || isinf(1.0f / (float)s)) s = 0.1;
+    const float small = 6.1e-5f; /* fbgemm's SMALL_SCALE_THRESHOLD */
+    if (s < small) {
+        const float org = (float)s;
+        s = small;
+        if (lo == 0.0f)
+            hi = small * (qmax - qmin);
+        else if (hi == 0.0f)
+            lo = -small * (qmax - qmin);
+        else
+            lo *= small / org, hi *= small / org;
+    }
+    const double zmin = qmin - lo / s, zmax = qmax - hi / s;
+    const double emin = fabs((double)qmin) - fabs(lo / s), emax = fabs((double)qmax) - fabs(hi / s);
+    double z0 = emin < emax ? zmin : zmax;
+    if (lo < 0 && hi > 0 && preserve_sparsity) z0 = (double)(qmin + qmax) / 2;
+    *zero_point = z0 < qmin ? qmin : z0 > qmax ? qmax : (int32_t)nearbyint(z0);
+    *scale = s;
+}
+
+/* which formula qparams_over applies to each (min, max) pair */
+typedef struct qp_rule {
+    bool fbgemm;    /* tsi_choose_qparams (preserve_sparsity = symmetric), else the observers' */
+    bool symmetric; /* the observers': symmetric; fbgemm: preserve_sparsity */
+    int64_t symmetric_zero_point;
+    double eps; /* the observers' */
+} qp_rule;
+
+/* the observers' _calculate_qparams for one pair: PyTorch's float32 tensor arithmetic (the
+ * python-float divisors become float32) */
+static void observer_qparams(const qp_rule *r, float mn, float mx, int64_t qmin, int64_t qmax,
+                             float *sc, int64_t *zp) {
+    const float range = (float)(qmax - qmin), half = (float)((double)(qmax - qmin) / 2);
+    const float lo = mn < 0.0f ? mn : 0.0f, hi = mx > 0.0f ? mx : 0.0f;
+    if (r->symmetric) {
+        const float m = -lo > hi ? -lo : hi, s = m / half;
+        *sc = s > (float)r->eps ? s : (float)r->eps;
+        *zp = r->symmetric_zero_point;
+    } else {
+        const float s0 = (hi - lo) / range, s = s0 > (float)r->eps ? s0 : (float)r->eps;
+        *sc = s;
+        const int64_t z = qmin - (int64_t)nearbyintf(lo / s);
+        *zp = z < qmin ? qmin : z > qmax ? qmax : z;
+    }
+}
+
+/* min_val / max_val (float32, one shape, 0-d or 1-D) -> *scale float32 and *zero_point int64 of
+ * shape [1] (0-d) or min_val's, element by element by rule r; a 0-d pair that has seen nothing
+ * (+inf, -inf) gives scale 1, zero point 0 under the observers' rule */
+static ts_status qparams_over(const char *op, ts_tensor *min_val, ts_tensor *max_val,
+                              int64_t quant_min, int64_t quant_max, const qp_rule *r,
+                              ts_tensor **scale, ts_tensor **zero_point) {
     tsi_init();
     if (!scale || !zero_point)
         return tsi_error_set(TS_ERR_ARG, "%s: scale or zero_point is NULL", op);
@@ -169,8 +227,9 @@ ts_status ts_calculate_qparams(ts_tensor *min_val, ts_tensor *max_val, int64_t q
     if (quant_min >= quant_max || quant_min < INT32_MIN || quant_max > INT32_MAX)
         return tsi_error_set(TS_ERR_ARG, "%s: quant_min %lld must be below quant_max %lld", op,
                              (long long)quant_min, (long long)quant_max);
-    if (!(eps > 0) || !isfinite(eps))
-        return tsi_error_set(TS_ERR_ARG, "%s: eps must be positive and finite (got %g)", op, eps);
+    if (!r->fbgemm && (!(r->eps > 0) || !isfinite(r->eps)))
+        return tsi_error_set(TS_ERR_ARG, "%s: eps must be positive and finite (got %g)", op,
+                             r->eps);
     const int64_t n = tsi_numel(min_val->shape);
     if (n == 0) return tsi_error_set(TS_ERR_ARG, "%s: min_val is empty", op);
     float *mn = malloc((size_t)n * 2 * sizeof(float)), *mx = mn ? mn + n : NULL;
@@ -185,28 +244,25 @@ ts_status ts_calculate_qparams(ts_tensor *min_val, ts_tensor *max_val, int64_t q
         (st = ts_copy_to_host(max_val, mx, (size_t)n * sizeof(float))) != TS_OK)
         goto done;
     const bool scalar = min_val->shape.ndim == 0;
-    if (scalar && mn[0] == INFINITY && mx[0] == -INFINITY) { /* nothing observed: PyTorch's */
+    if (!r->fbgemm && scalar && mn[0] == INFINITY && mx[0] == -INFINITY) { /* PyTorch's */
         sc[0] = 1.0f, zp[0] = 0;
     } else {
-        /* PyTorch's float32 tensor arithmetic: the python-float divisors become float32 */
-        const float epsf = (float)eps, range = (float)(quant_max - quant_min),
-                    half = (float)((double)(quant_max - quant_min) / 2);
         for (int64_t i = 0; i < n; i++) {
-            if (!(mn[i] <= mx[i])) {
-                st = tsi_error_set(TS_ERR_ARG, "%s: min_val %g is not <= max_val %g (element %lld)",
+            if (!(mn[i] <= mx[i]) || (r->fbgemm && (!isfinite(mn[i]) || !isfinite(mx[i])))) {
+                st = tsi_error_set(TS_ERR_ARG,
+                                   "%s: min_val %g is not <= max_val %g, both finite (element "
+                                   "%lld)",
                                    op, (double)mn[i], (double)mx[i], (long long)i);
                 goto done;
             }
-            const float lo = mn[i] < 0.0f ? mn[i] : 0.0f, hi = mx[i] > 0.0f ? mx[i] : 0.0f;
-            if (symmetric) {
-                const float m = -lo > hi ? -lo : hi, s = m / half;
-                sc[i] = s > epsf ? s : epsf;
-                zp[i] = symmetric_zero_point;
+            if (r->fbgemm) {
+                double s;
+                int32_t z;
+                tsi_choose_qparams(mn[i], mx[i], (int32_t)quant_min, (int32_t)quant_max,
+                                   r->symmetric, &s, &z);
+                sc[i] = (float)s, zp[i] = z;
             } else {
-                const float s0 = (hi - lo) / range, s = s0 > epsf ? s0 : epsf;
-                sc[i] = s;
-                const int64_t z = quant_min - (int64_t)nearbyintf(lo / s);
-                zp[i] = z < quant_min ? quant_min : z > quant_max ? quant_max : z;
+                observer_qparams(r, mn[i], mx[i], quant_min, quant_max, &sc[i], &zp[i]);
             }
         }
     }
@@ -225,6 +281,23 @@ done:
     free(sc);
     free(zp);
     return st;
+}
+
+ts_status ts_calculate_qparams(ts_tensor *min_val, ts_tensor *max_val, int64_t quant_min,
+                               int64_t quant_max, bool symmetric, int64_t symmetric_zero_point,
+                               double eps, ts_tensor **scale, ts_tensor **zero_point) {
+    const qp_rule r = {
+        .symmetric = symmetric, .symmetric_zero_point = symmetric_zero_point, .eps = eps};
+    return qparams_over("calculate_qparams", min_val, max_val, quant_min, quant_max, &r, scale,
+                        zero_point);
+}
+
+ts_status ts_choose_qparams_minmax(ts_tensor *min_val, ts_tensor *max_val, int64_t quant_min,
+                                   int64_t quant_max, bool preserve_sparsity, ts_tensor **scale,
+                                   ts_tensor **zero_point) {
+    const qp_rule r = {.fbgemm = true, .symmetric = preserve_sparsity};
+    return qparams_over("choose_qparams_minmax", min_val, max_val, quant_min, quant_max, &r, scale,
+                        zero_point);
 }
 
 /* ---- views without copies (ops/quant_internal.h): the ONNX importer's channels_last chains */

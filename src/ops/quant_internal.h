@@ -16,6 +16,12 @@ bool tsi_quant_pt_input(const char *op, ts_tensor *t, const char *what);
 ts_tensor *tsi_quantize_per_tensor(const char *op, ts_tensor *x, double scale, int64_t zero_point,
                                    ts_dtype dtype);
 
+/* fbgemm's ChooseQuantizationParams (force_scale_power_of_two off; reduce_range is the caller's
+ * qmin / 2, qmax / 2) over [lo, hi]: PyTorch's choose_qparams, its dynamic quantization's and its
+ * fused moving-average fake quant's (preserve_sparsity: symmetric). *scale double. */
+void tsi_choose_qparams(float lo, float hi, int32_t qmin, int32_t qmax, bool preserve_sparsity,
+                        double *scale, int32_t *zero_point);
+
 /* Whether scale / zp are usable as an output's parameters for dtype dt (TS_ERR_ARG naming op) */
 bool tsi_quant_out_params(const char *op, ts_dtype dt, double scale, int64_t zp);
 

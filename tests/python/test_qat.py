@@ -3,6 +3,7 @@ tests/data/gen_qat_ref.py): fake quantize per tensor / per channel and their str
 gradients bit for bit, FakeQuantize modules over batches, and a conv + bn + relu + linear model
 through fuse_modules_qat / prepare_qat (x86 qconfig, version 0) loaded with PyTorch's QAT state:
 its training forward, gradients, three SGD steps, eval forward and convert's integers."""
+import json
 import os
 
 import numpy as np
@@ -194,3 +195,54 @@ def test_freeze_bn_stats(ref):
     qat.apply(nniqat.update_bn_stats)
     qat(ref["qat_x2"])
     assert not np.array_equal(a(qat.conv1.bn.running_mean), rm)
+
+
+FUSED = os.path.join(os.path.dirname(__file__), "..", "data", "qat_fused_ref.json")
+
+
+def _fused_ref():
+    with open(FUSED) as f:
+        return json.load(f)
+
+
+def test_fused_fake_quant_qparams_are_pytorchs():
+    """ts_choose_qparams_minmax against torch.fused_moving_avg_obs_fake_quant's first qparams
+    (tests/data/gen_qat_fused_ref.py): affine and symmetric, one-sided, tiny (fbgemm's 6.1e-5
+    floor) and zero ranges; then the rows of a weight per channel: scale and zero point equal"""
+    r = _fused_ref()
+    for lo, hi, qmin, qmax, sym, scale, zp in r["pairs"]:
+        s, z = t._C._choose_qparams_minmax(t.tensor(lo), t.tensor(hi), qmin,
+                                                 qmax, sym)
+        assert (s.item(), z.item()) == (scale, zp), (lo, hi, qmin, qmax, sym)
+    pc = r["per_channel"]
+    w = t.tensor(pc["w"])
+    s, z = t._C._choose_qparams_minmax(w.amin(1), w.amax(1), -128, 127, True)
+    assert s.tolist() == pc["scale"] and z.tolist() == pc["zero_point"]
+    with pytest.raises(t.TesseraError, match="min_val 1 is not <= max_val 0"):
+        t._C._choose_qparams_minmax(t.tensor(1.0), t.tensor(0.0), 0, 255, False)
+
+
+@pytest.mark.parametrize("backend", ["qnnpack", "x86"])
+def test_default_qat_qconfig_trains_with_pytorchs_qparams(backend):
+    """conv + bn fused for QAT, hardswish; get_default_qat_qconfig (version 1: the fused fake
+    quants) and one training forward: the weight fake quant's qparams (symmetric: max(|min| /
+    128, max / 127), not the observer's max|w| / 127.5) equal PyTorch's, the activation's too
+    or within one float32 step of its observed range, and the output within one activation
+    quantum (the same bits here)"""
+    r = _fused_ref()
+    m0 = r["model"]
+    net = t.nn.Sequential(t.nn.Conv2d(3, 16, 3, 2, 1, bias=False),
+                                t.nn.BatchNorm2d(16), t.nn.Hardswish())
+    net.load_state_dict({k: t.tensor(v) for k, v in m0["state"].items()})
+    net = tq.fuse_modules_qat(net.train(), [["0", "1"]], inplace=False)
+    net.qconfig = tq.get_default_qat_qconfig(backend)
+    tq.prepare_qat(net, inplace=True)
+    y = net(t.tensor(m0["x"]))
+    ref, c = m0[backend], net[0]
+    assert c.weight_fake_quant.scale.tolist() == ref["w_scale"]
+    assert c.weight_fake_quant.zero_point.tolist() == ref["w_zero_point"]
+    act = c.activation_post_process
+    assert act.zero_point.tolist() == ref["act_zero_point"]
+    assert abs(act.scale.item() - ref["act_scale"][0]) <= 2e-7 * ref["act_scale"][0]
+    diff = (y.detach() - t.tensor(ref["y"])).abs().max().item()
+    assert diff <= ref["act_scale"][0] * 1.001

@@ -4,10 +4,11 @@ tessera.fake_quantize_per_tensor_affine / _per_channel_affine, the C ops with th
 straight-through gradient), FusedMovingAvgObsFakeQuantize, MovingAveragePerChannelMinMaxObserver,
 the default fake quants and enable_/disable_fake_quant / _observer.
 
-FusedMovingAvgObsFakeQuantize computes what FakeQuantize with a moving-average observer computes
-(the observer's _calculate_qparams); PyTorch's fused kernel chooses its qparams with fbgemm's
-ChooseQuantizationParams instead, which can differ in the last bits of the scale
-(docs/QUANTIZATION.md)."""
+FusedMovingAvgObsFakeQuantize trains with the qparams PyTorch's fused kernel chooses, fbgemm's
+ChooseQuantizationParams over the moving-average range (ts_choose_qparams_minmax), updated only
+while fake quantization is on; its calculate_qparams (what convert reads) stays the observer's.
+The two differ: a symmetric scale is max(|min| / 128, max / 127) there and max|x| / 127.5 in the
+observer, and fbgemm's smallest scale is 6.1e-5 (docs/QUANTIZATION.md)."""
 import functools
 
 import tessera
@@ -111,9 +112,7 @@ class FakeQuantize(Module):
     def calculate_qparams(self):
         return self.activation_post_process.calculate_qparams()
 
-    def _update_qparams(self, x):
-        self.activation_post_process(x.detach())
-        s, z = self.calculate_qparams()
+    def _set_qparams(self, s, z):
         s, z = s.float(), z.to(tessera.int32)
         if tuple(self.scale.shape) != tuple(s.shape):
             self.scale, self.zero_point = s.contiguous(), z.contiguous()
@@ -121,16 +120,19 @@ class FakeQuantize(Module):
             self.scale.copy_(s)
             self.zero_point.copy_(z)
 
+    def _fake_quant(self, X):
+        if self.is_per_channel:
+            return tessera.fake_quantize_per_channel_affine(
+                X, self.scale, self.zero_point, self.ch_axis, self.quant_min, self.quant_max)
+        return tessera.fake_quantize_per_tensor_affine(
+            X, self.scale, self.zero_point, self.quant_min, self.quant_max)
+
     def forward(self, X):
         if int(self.observer_enabled[0]) == 1:
-            self._update_qparams(X)
+            self.activation_post_process(X.detach())
+            self._set_qparams(*self.calculate_qparams())
         if int(self.fake_quant_enabled[0]) == 1:
-            if self.is_per_channel:
-                X = tessera.fake_quantize_per_channel_affine(
-                    X, self.scale, self.zero_point, self.ch_axis, self.quant_min, self.quant_max)
-            else:
-                X = tessera.fake_quantize_per_tensor_affine(
-                    X, self.scale, self.zero_point, self.quant_min, self.quant_max)
+            X = self._fake_quant(X)
         return X
 
     def extra_repr(self):
@@ -150,9 +152,10 @@ class FakeQuantize(Module):
 
 class FusedMovingAvgObsFakeQuantize(FakeQuantize):
     """torch.ao.quantization.FusedMovingAvgObsFakeQuantize: a FakeQuantize whose observer is a
-    moving-average one (per tensor or per channel); computed as FakeQuantize's steps (PyTorch's
-    fused kernel chooses the qparams with fbgemm's ChooseQuantizationParams: its scale can differ
-    in the last bits)"""
+    moving-average one (per tensor or per channel), run as PyTorch's fused kernel: the observer
+    sees x (observer_enabled); then, only while fake_quant_enabled, scale / zero_point become
+    fbgemm's ChooseQuantizationParams of the running range (symmetric schemes: preserve_sparsity)
+    and x is fake quantized with them"""
 
     def __init__(self, observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
                  **observer_kwargs):
@@ -165,6 +168,17 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
         self.register_buffer("observer_enabled", tessera.tensor([1], dtype=tessera.int64))
         self.is_symmetric_quant = self.qscheme in ("per_tensor_symmetric",
                                                    "per_channel_symmetric")
+
+    def forward(self, X):
+        app = self.activation_post_process
+        if int(self.observer_enabled[0]) == 1:
+            app(X.detach())
+        if int(self.fake_quant_enabled[0]) == 1:
+            self._set_qparams(*_C._choose_qparams_minmax(
+                app.min_val, app.max_val, self.quant_min, self.quant_max,
+                self.is_symmetric_quant))
+            X = self._fake_quant(X)
+        return X
 
 
 def _fq(observer, qmin, qmax, dtype, qscheme, cls=FakeQuantize, **kw):
