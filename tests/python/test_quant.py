@@ -220,3 +220,17 @@ def test_quantized_ops_export_as_qdq(tmp_path):
         back = tessera.onnx.load(path)(x)
     assert list(back.shape) == list(y.shape) == [2, 3, 4]
     assert (back - y).abs().max().item() <= 3 * 0.01 + 1e-6
+
+
+class _QuantizedHardswish(tessera.nn.Module):
+    def forward(self, x):
+        q = tessera.quantize_per_tensor(x, 0.05, 3, tessera.quint8)
+        return tessera.nn.functional.hardswish(q).dequantize()
+
+
+def test_quantized_hardswish_export_is_refused_by_name(tmp_path):
+    """the QDQ exporter has no HardSwish (nor the float op): a clear refusal naming it, no file"""
+    path = str(tmp_path / "hs.onnx")
+    with pytest.raises(tessera.TesseraError, match="quantized hardswish: HardSwish is not written"):
+        tessera.onnx.export(_QuantizedHardswish(), (tessera.rand(1, 2, 3, 3),), path)
+    assert not os.path.exists(path)
