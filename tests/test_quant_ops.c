@@ -585,6 +585,12 @@ static void test_qparams(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "calculate_qparams: min_val 1 is not <= max_val -1");
     CHECK(ts_calculate_qparams(mn, mx, 5, 5, false, 0, 1e-7, &sc, &zp) != TS_OK);
     CHECK_ERR_HAS(TS_ERR_ARG, "quant_min 5 must be below");
+    CHECK(ts_calculate_qparams(mn, mx, 0, 255, false, 0, 0.0, &sc, &zp) != TS_OK);
+    CHECK_ERR_HAS(TS_ERR_ARG, "calculate_qparams: eps must be positive and finite (got 0)");
+    CHECK(ts_calculate_qparams(mn, mx, 0, 255, false, 0, INFINITY, &sc, &zp) != TS_OK);
+    CHECK_ERR_HAS(TS_ERR_ARG, "eps must be positive and finite (got inf)");
+    /* fbgemm's rule takes no eps: the same range is fine there */
+    CHECK_EQ(ts_choose_qparams_minmax(mn, mx, 0, 255, false, &sc, &zp), TS_OK);
     CHECK_OK();
     ts_scope_end();
 }
