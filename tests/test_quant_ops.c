@@ -343,6 +343,11 @@ static void test_views(void) {
     CHECK_ERR_HAS(TS_ERR_DTYPE, "narrow: views of quantized tensors");
     CHECK(!ts_contiguous(q4));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "packed int4");
+    /* channels_last would make a strided quantized tensor: refused (the quantized ops take NCHW) */
+    CHECK(!ts_contiguous_format(ts_unsqueeze(q, 0), TS_CHANNELS_LAST));
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED,
+                  "contiguous: channels_last quantized tensors are not supported (tensor quint8 "
+                  "[1, 2, 4, 3] on cpu)");
     /* reading the integers as another dtype, or plain bytes as quantized, has no parameters */
     CHECK(!ts_view_dtype(q, TS_U8));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "view: cannot view quint8 [2, 4, 3] on cpu as uint8");
@@ -494,6 +499,10 @@ static void test_avg_pool(void) {
     CHECK(!ts_quantized_avg_pool2d(q, k, s1, pbig, false, true, 0));
     CHECK_ERR_HAS(TS_ERR_ARG, "quantized_avg_pool2d: kernel_size (3) and stride (1) must be >= 1 "
                               "and padding (2) between 0 and half the kernel");
+    const int64_t k4[2] = {4, 4};
+    CHECK(!ts_quantized_avg_pool2d(q, k4, s1, p0, false, true, 0)); /* a 4x4 window over 3x3 */
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "quantized_avg_pool2d: the output of input quint8 [1, 1, 3, 3] on "
+                                "cpu would be empty");
     CHECK(!ts_quantized_avg_pool2d(q, k, s1, p1, false, true, -1));
     CHECK_ERR_HAS(TS_ERR_ARG, "divisor_override must be positive, but got -1");
     CHECK(!ts_quantized_avg_pool2d(ts_dequantize(q), k, s1, p1, false, true, 0));

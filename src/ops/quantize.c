@@ -97,11 +97,19 @@ static void split_at(ts_shape s, int axis, int64_t *outer, int64_t *channels, in
     *channels = s.dims[axis];
 }
 
+/* the kernel reads q's integers densely from q's first element: a strided q (the importer's
+ * channels-last views) is copied contiguous first (the copy keeps the descriptor) */
 static void run_quant(ts_tensor *q, ts_quant_kind kind, float *x, uint8_t *u) {
+    if (!tsi_is_contiguous(q)) {
+        ts_tensor *c = tsi_contiguous("dequantize", q);
+        if (c) run_quant(c, kind, x, u);
+        ts_release(c);
+        return;
+    }
     const tsi_quant *d = q->quant;
     ts_quant_args a = {.kind = kind,
                        .qdtype = q->dtype,
-                       .q = q->storage->data,
+                       .q = tsi_kview(q).data, /* quint4x2: offset 0, never a view */
                        .x = x,
                        .u = u,
                        .scales = d->scales,

@@ -433,6 +433,12 @@ ts_tensor *ts_contiguous_format(ts_tensor *t, ts_memory_format f) {
                              "%s: required rank 4 tensor to use channels_last format (tensor %s)",
                              op, tsi_desc(t)),
                NULL;
+    if (tsi_is_quantized(t->dtype)) /* every quantized tensor a user holds is dense NCHW */
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: channels_last quantized tensors are not supported (tensor %s); "
+                             "the quantized ops take NCHW",
+                             op, tsi_desc(t)),
+               NULL;
     tsi_log_op(op, tsi_device(t));
     ts_tensor *c = tsi_channels_last(op, t);
     if (c == t) return tsi_own(c);
