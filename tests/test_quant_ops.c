@@ -495,6 +495,22 @@ static void test_avg_pool(void) {
     if (y) host_u8(y, got, 4);
     /* (0+1+3+4-4)/4 = 1, (2+5-2)/2 = 2.5 -> 2, (6+7-2)/2 = 5.5 -> 6, (8-1)/1 = 7 */
     CHECK(got[0] == 2 && got[1] == 3 && got[2] == 7 && got[3] == 8);
+    /* a 1x1 output (k 3, no padding), and qint32 below zero: the clamp is int32's, not 0 */
+    if ((y = ts_quantized_avg_pool2d(q, k, s1, p0, false, true, 0))) host_u8(y, got, 1);
+    CHECK(y && ts_size(y, 2) == 1 && ts_size(y, 3) == 1 && got[0] == 1 + 3);
+    ts_tensor *q32 = ts_quantize_per_tensor(
+        ts_tensor_f32(TS_SHAPE(1, 1, 2, 2), (float[]){-4, -8, -12, -16}, (ts_opts){0}), 1, 0,
+        TS_QINT32);
+    const int64_t kk[2] = {2, 2};
+    ts_tensor *y32 = ts_quantized_avg_pool2d(q32, kk, kk, p0, false, true, 0);
+    int32_t g32 = 0;
+    if (y32) ts_copy_to_host(ts_int_repr(y32), &g32, sizeof g32);
+    CHECK_EQ(g32, -10);
+    CHECK(!ts_quantized_avg_pool2d(q, k, s1, NULL, false, true, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_avg_pool2d: kernel, stride or padding is NULL");
+    const int64_t s0[2] = {1, 0};
+    CHECK(!ts_quantized_avg_pool2d(q, k, s0, p1, false, true, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "and stride (0) must be >= 1");
     const int64_t pbig[2] = {2, 2};
     CHECK(!ts_quantized_avg_pool2d(q, k, s1, pbig, false, true, 0));
     CHECK_ERR_HAS(TS_ERR_ARG, "quantized_avg_pool2d: kernel_size (3) and stride (1) must be >= 1 "
@@ -539,7 +555,10 @@ static void test_hard_activations(void) {
     /* hardswish {-0, -0.375, 0, 3.5}: -0.375 / 0.25 = -1.5 -> -2 (even) */
     CHECK(hs && f[0] == 0.0f && f[1] == -0.5f && f[2] == 0.0f && f[3] == 3.5f);
     CHECK(!ts_quantized_hardswish(q, -1, 0));
-    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_hardswish");
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_hardswish: output scale must be positive, finite and a "
+                              "normal float32 (got -1)");
+    CHECK(!ts_quantized_hardswish(q, 0.25, 200)); /* past qint8 */
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_hardswish: output zero_point 200 is outside [-128, 127]");
     CHECK(!ts_quantized_hardsigmoid(x));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_hardsigmoid: input must be");
     CHECK_OK();
@@ -591,7 +610,8 @@ static void test_qparams(void) {
     ts_copy_to_host(sc, sv, sizeof sv);
     CHECK(sv[0] == 1.0f / 127.5f && sv[1] == 2.0f / 127.5f && sv[2] == 0.25f / 127.5f);
     CHECK(ts_calculate_qparams(mx, mn, 0, 255, false, 0, 1e-7, &sc, &zp) != TS_OK);
-    CHECK_ERR_HAS(TS_ERR_ARG, "calculate_qparams: min_val 1 is not <= max_val -1");
+    CHECK_ERR_HAS(TS_ERR_ARG, "calculate_qparams: min_val 1 is not <= max_val -1, both finite "
+                              "(element 0)");
     CHECK(ts_calculate_qparams(mn, mx, 5, 5, false, 0, 1e-7, &sc, &zp) != TS_OK);
     CHECK_ERR_HAS(TS_ERR_ARG, "quant_min 5 must be below");
     CHECK(ts_calculate_qparams(mn, mx, 0, 255, false, 0, 0.0, &sc, &zp) != TS_OK);

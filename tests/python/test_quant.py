@@ -201,7 +201,7 @@ class _QuantizedOps(tessera.nn.Module):
         a = tessera.nn.functional.avg_pool2d(q, 3, 2, 1, count_include_pad=False)
         m = q.mean([2, 3], keepdim=True)
         p = tessera._C._quantized_mul(a, m, 0.01, 5, False)
-        return p.transpose(2, 3).mean(1).dequantize()
+        return p.transpose(2, 3).mean(1).dequantize() + q.mean().dequantize()
 
 
 def test_quantized_ops_export_as_qdq(tmp_path):
