@@ -8,7 +8,7 @@ from tessera.ao.nn.quantized import FloatFunctional
 from tessera.nn import functional as F
 
 from ..googlenet import BasicConv2d, GoogLeNet, GoogLeNetOutputs, Inception, InceptionAux
-from .utils import _build, _fuse_modules
+from .utils import _build, _fuse_blocks, _fuse_modules
 
 __all__ = ["QuantizableGoogLeNet", "googlenet"]
 
@@ -74,9 +74,7 @@ class QuantizableGoogLeNet(GoogLeNet):
 
     def fuse_model(self, is_qat=None):
         """conv + bn + relu of every conv block fused in place (numerics unchanged, still float)"""
-        for m in self.modules():
-            if type(m) is QuantizableBasicConv2d:
-                m.fuse_model(is_qat)
+        _fuse_blocks(self, QuantizableBasicConv2d, is_qat)
 
 
 def googlenet(*, weights=None, progress=True, quantize=False, **kwargs):

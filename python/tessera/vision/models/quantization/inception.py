@@ -9,7 +9,7 @@ from tessera.nn import functional as F
 
 from .. import inception as inception_module
 from ..inception import InceptionOutputs
-from .utils import _build, _fuse_modules
+from .utils import _build, _fuse_blocks, _fuse_modules
 
 __all__ = ["QuantizableInception3", "inception_v3"]
 
@@ -122,9 +122,7 @@ class QuantizableInception3(inception_module.Inception3):
 
     def fuse_model(self, is_qat=None):
         """conv + bn + relu of every conv block fused in place (numerics unchanged, still float)"""
-        for m in self.modules():
-            if type(m) is QuantizableBasicConv2d:
-                m.fuse_model(is_qat)
+        _fuse_blocks(self, QuantizableBasicConv2d, is_qat)
 
 
 def inception_v3(*, weights=None, progress=True, quantize=False, **kwargs):

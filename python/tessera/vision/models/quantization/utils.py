@@ -67,3 +67,10 @@ def _build(name, cls, args, weights, quantize, kwargs, backend="fbgemm"):
     if quantize:
         quantize_model(model, backend)
     return model
+
+
+def _fuse_blocks(model, block_type, is_qat):
+    """every `block_type` conv block below model fused in place (GoogLeNet's, Inception's)"""
+    for m in model.modules():
+        if type(m) is block_type:
+            m.fuse_model(is_qat)
