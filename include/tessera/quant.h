@@ -22,10 +22,11 @@
  * quantized per tensor: the result carries its scale and zero point and is a contiguous copy of
  * those integers (a view where the layout is the same: detach, contiguous), so every quantized
  * tensor a user holds is contiguous; no op writes a quantized tensor in place, so a copy reads as
- * a view would. Per-channel / per-group tensors take detach and contiguous only. There are no
- * device moves of them yet. The kernels run on cpu and sim; other devices refuse
- * with TS_ERR_UNSUPPORTED. Each function returns a new tensor, or NULL (a number: NAN / -1; a
- * status: the error's code) with the error set; argument errors name the op and the argument. */
+ * a view would (decision 0057). Per-channel / per-group tensors take detach and contiguous only;
+ * a channels_last copy of a quantized tensor is refused. There are no device moves of them yet. The
+ * kernels run on cpu and sim; other devices refuse with TS_ERR_UNSUPPORTED. Each function returns a
+ * new tensor, or NULL (a number: NAN / -1; a status: the error's code) with the error set; argument
+ * errors name the op and the argument. */
 #ifndef TESSERA_QUANT_H
 #define TESSERA_QUANT_H
 
