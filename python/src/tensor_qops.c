@@ -166,16 +166,24 @@ static PyObject *f__quantized_avg_pool2d SIG {
     return tsp_wrap(r);
 }
 
-/* _quantized_hardswish(input, scale, zero_point) */
+/* _quantized_hardswish(input, scale=None, zero_point=None): None, the input's (F.hardswish's) */
 static PyObject *f__quantized_hardswish SIG {
     (void)mod;
     const char *fn = "quantized_hardswish";
-    PARSE("quantized_hardswish", 3, "input", "scale", "zero_point");
+    PARSE("quantized_hardswish", 1, "input", "scale", "zero_point");
     ts_tensor *x = TARG(0, fn);
-    double s;
-    int64_t zp;
-    if (!x || tsp_double_arg(a[1], 0, &s, fn, "scale") < 0 ||
-        tsp_int_arg(a[2], &zp, fn, "zero_point") < 0 || tsp_enter())
+    if (!x) return NULL;
+    const bool own = !a[1] || a[1] == Py_None;
+    if (own != (!a[2] || a[2] == Py_None)) {
+        PyErr_Format(PyExc_TypeError, "%s(): give both scale and zero_point, or neither", fn);
+        return NULL;
+    }
+    double s = own ? ts_q_scale(x) : 0;
+    int64_t zp = 0;
+    if (own && ts_q_zero_point(x, &zp) != TS_OK) return tsp_raise_pending();
+    if ((!own && (tsp_double_arg(a[1], 0, &s, fn, "scale") < 0 ||
+                  tsp_int_arg(a[2], &zp, fn, "zero_point") < 0)) ||
+        tsp_enter())
         return NULL;
     ts_tensor *r;
     TSP_NOGIL(r = ts_quantized_hardswish(x, s, zp));

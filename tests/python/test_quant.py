@@ -188,6 +188,12 @@ def test_mul_hardswish_hardsigmoid_avg_pool_are_pytorchs_bits(dtype):
     h = got["hardsigmoid"]
     assert [h.q_scale(), h.q_zero_point()] == r["hardsigmoid_qparams"]
     assert got["mul"].q_scale() == 0.02 and got["avg_3_1_1"].q_zero_point() == r["a_zp"]
+    own = F.hardswish(a)  # PyTorch's aten.hardswish on a quantized tensor: the input's qparams
+    assert (own.q_scale(), own.q_zero_point()) == (a.q_scale(), a.q_zero_point())
+    assert own.int_repr().tolist() == tessera.ao.nn.quantized.Hardswish(
+        a.q_scale(), a.q_zero_point())(a).int_repr().tolist()
+    with pytest.raises(TypeError, match="give both scale and zero_point, or neither"):
+        tessera._C._quantized_hardswish(a, 0.1)
     with pytest.raises(RuntimeError, match="hardswish\\(inplace=True\\) of a quantized tensor"):
         F.hardswish(a, inplace=True)
 

@@ -108,7 +108,7 @@ def hardsigmoid(input, inplace=False):
 
 def hardswish(input, inplace=False):
     if _quantized(input, "hardswish", inplace):  # ts_quantized_hardswish: the input's qparams
-        return _C._quantized_hardswish(input, input.q_scale(), input.q_zero_point())
+        return _C._quantized_hardswish(input)
     return _act(_HARDSWISH, input, inplace=inplace)
 
 
