@@ -565,6 +565,47 @@ static void test_hard_activations(void) {
     ts_scope_end();
 }
 
+/* ts_to of quantized tensors: cpu -> sim:0 -> cpu keeps the integers and the parameters (per
+ * tensor and per channel), the sim copy dequantizes to the cpu's values, int4 is refused */
+static void test_device_moves(void) {
+    ts_scope_begin();
+    if (!ts_device_count(TS_SIM)) ts_sim_configure(1, 0);
+    const ts_device sim = {TS_SIM, 0}, cpu = {TS_CPU, 0};
+    uint8_t v[12];
+    for (int i = 0; i < 12; i++) v[i] = (uint8_t)rnd(0, 255);
+    ts_tensor *q = qu8(TS_SHAPE(3, 4), v, 0.375, 11);
+    ts_tensor *qs = ts_to(q, sim), *back = qs ? ts_to(qs, cpu) : NULL;
+    int64_t zp = -1;
+    CHECK(qs && ts_device_of(qs).type == TS_SIM && ts_q_scale(qs) == 0.375 &&
+          ts_q_zero_point(qs, &zp) == TS_OK && zp == 11);
+    uint8_t got[12] = {0};
+    if (back) host_u8(back, got, 12);
+    CHECK(back && memcmp(got, v, 12) == 0);
+    float a[12] = {0}, b[12] = {1};
+    if (qs) ts_copy_to_host(ts_dequantize(qs), a, sizeof a);
+    ts_copy_to_host(ts_dequantize(q), b, sizeof b);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    ts_tensor *pc = ts_quantize_per_channel(
+        ts_rand(TS_SHAPE(2, 3), (ts_opts){0}),
+        ts_tensor_f64(TS_SHAPE(2), (double[]){0.1, 0.2}, (ts_opts){0}),
+        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 3}, (ts_opts){0}), 0, TS_QINT8);
+    ts_tensor *pcs = ts_to(pc, sim);
+    CHECK(pcs && ts_q_per_channel_axis(pcs) == 0 && ts_qscheme_of(pcs) == TS_PER_CHANNEL_AFFINE);
+    float c[6] = {0}, d[6] = {1};
+    if (pcs) ts_copy_to_host(ts_dequantize(pcs), c, sizeof c);
+    ts_copy_to_host(ts_dequantize(pc), d, sizeof d);
+    CHECK(memcmp(c, d, sizeof c) == 0);
+    ts_tensor *q4 = ts_quantize_per_group(
+        ts_rand(TS_SHAPE(2, 4), (ts_opts){0}), ts_full(TS_SHAPE(2, 2), 0.1, (ts_opts){0}),
+        ts_zeros(TS_SHAPE(2, 2), (ts_opts){.dtype = TS_I64}), 2, TS_QUINT4X2);
+    CHECK(q4 && !ts_to(q4, sim));
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED,
+                  "to: packed int4 tensors (quint4x2 [2, 4] on cpu) do not move "
+                  "between devices");
+    CHECK_OK();
+    ts_scope_end();
+}
+
 /* one (min, max) pair through ts_calculate_qparams */
 static void qp(float mn, float mx, int64_t qmin, int64_t qmax, bool sym, int64_t szp, float *s,
                int64_t *z) {
@@ -681,6 +722,7 @@ int main(void) {
     test_mul();
     test_avg_pool();
     test_hard_activations();
+    test_device_moves();
     test_qparams();
     return ts_test_finish();
 }

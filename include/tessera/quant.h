@@ -23,7 +23,8 @@
  * those integers (a view where the layout is the same: detach, contiguous), so every quantized
  * tensor a user holds is contiguous; no op writes a quantized tensor in place, so a copy reads as
  * a view would (decision 0057). Per-channel / per-group tensors take detach and contiguous only;
- * a channels_last copy of a quantized tensor is refused. There are no device moves of them yet. The
+ * a channels_last copy of a quantized tensor is refused. ts_to / ts_to_async move qint8 / quint8 /
+ * qint32 tensors between devices with their parameters (quint4x2: TS_ERR_UNSUPPORTED). The
  * kernels run on cpu and sim; other devices refuse with TS_ERR_UNSUPPORTED. Each function returns a
  * new tensor, or NULL (a number: NAN / -1; a status: the error's code) with the error set; argument
  * errors name the op and the argument. */

@@ -17,7 +17,8 @@
  * kernel reads a dense tensor, and no op writes into a quantized tensor in place, so a copy reads
  * as a view would. Per-channel and per-group tensors (an axis to move, nibbles packed two a byte)
  * take only detach and (not packed int4) contiguous, which keep their layout; the other
- * view ops refuse them by name. Copies between devices are not here yet. */
+ * view ops refuse them by name. ts_to moves a quantized tensor (not packed int4) with its
+ * descriptor. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,7 @@ static const char *const quant_ops[] = {
     "size",
     "storage_offset",
     "stride",
+    "to",
     "weight_only_linear",
 };
 

@@ -76,11 +76,22 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
                              "of Module.to()",
                              op, tsi_desc(t)),
                NULL;
+    /* int4 packs two values a byte: its bytes are not numel * size (quint4x2 is not moved) */
+    if (t->dtype == TS_QUINT4X2)
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: packed int4 tensors (%s) do not move between devices; move the "
+                             "float weight and quantize it there",
+                             op, tsi_desc(t)),
+               NULL;
     /* a copy into pageable host memory waits for the device */
     if (d.type == TS_CPU && !tsi_sync_point(op, tsi_device(t), TSI_CALLER)) return NULL;
     ts_tensor *src = tsi_contiguous(op, t);
     if (!src) return NULL;
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);
+    if (out && t->quant) { /* a quantized tensor keeps its parameters (host memory) */
+        atomic_fetch_add_explicit(&t->quant->refs, 1, memory_order_relaxed);
+        out->quant = t->quant;
+    }
     if (out) {
         size_t n = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
         bool prof = atomic_load_explicit(&tsi_placement_on, memory_order_relaxed);
@@ -138,7 +149,8 @@ ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
         (d.type == TS_CUDA ||
          (d.type == TS_SIM && atomic_load_explicit(&tsi_sim_link_on, memory_order_relaxed))) &&
         tsi_device(t).type == TS_CPU && t->storage->pinned && tsi_is_contiguous(t) &&
-        tsi_numel(t->shape) > 0;
+        tsi_numel(t->shape) > 0 && !t->quant; /* quantized: the synchronous copy carries the
+                                                  parameters */
     if (!async) return tsi_to_device(op, t, d);
     if (d.type == TS_SIM) return sim_link_async(op, t, d);
     if (!tsi_check_device(op, d)) return NULL;
