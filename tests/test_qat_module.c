@@ -377,9 +377,11 @@ static void test_gradient(void) {
     ts_scope_end();
     CHECK(ts_qat_freeze_observers(lin, true) == TS_OK);
     for (int i = 0; i < R * IN; i++) x[i] *= 3;
+    ts_scope_begin(); /* the in-place op's result is a reference the scope drops */
     ts_no_grad_begin();
     CHECK(ts_mul_scalar_(buf(lin, "weight"), 1.5) != NULL);
     ts_no_grad_end();
+    ts_scope_end();
     for (int i = 0; i < OUT * IN; i++) w[i] *= 1.5f; /* the same float32 product */
     ts_scope_begin();
     ts_tensor *xt = ts_tensor_f32(TS_SHAPE(R, IN), x, (ts_opts){0});
