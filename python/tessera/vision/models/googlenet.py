@@ -44,7 +44,10 @@ class Inception(nn.Module):
                                      conv_block(in_channels, pool_proj, kernel_size=1))
 
     def forward(self, x):
-        return ts.cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)], 1)
+        return self._cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)])
+
+    def _cat(self, xs):  # the quantizable block joins with its FloatFunctional
+        return ts.cat(xs, 1)
 
 
 class InceptionAux(nn.Module):
@@ -118,8 +121,9 @@ class GoogLeNet(nn.Module):
                         ts.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5), 1)
         return x
 
-    def forward(self, x):
-        x = self._transform_input(x)
+    def _forward(self, x):
+        """the network after the input transform: (logits, aux2's, aux1's) in torchvision's
+        order, the aux heads' None outside training"""
         x = self.maxpool2(self.conv3(self.conv2(self.maxpool1(self.conv1(x)))))
         x = self.maxpool3(self.inception3b(self.inception3a(x)))
         x = self.inception4a(x)
@@ -128,7 +132,10 @@ class GoogLeNet(nn.Module):
         aux2 = self.aux2(x) if self.aux2 is not None and self.training else None
         x = self.maxpool4(self.inception4e(x))
         x = self.inception5b(self.inception5a(x))
-        x = self.fc(self.dropout(ts.flatten(self.avgpool(x), 1)))
+        return self.fc(self.dropout(ts.flatten(self.avgpool(x), 1))), aux2, aux1
+
+    def forward(self, x):
+        x, aux2, aux1 = self._forward(self._transform_input(x))
         if self.training and self.aux_logits:
             return GoogLeNetOutputs(x, aux2, aux1)
         return x

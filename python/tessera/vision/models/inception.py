@@ -28,7 +28,15 @@ class BasicConv2d(nn.Module):
         return F.relu(self.bn(self.conv(x)), inplace=True)
 
 
-class InceptionA(nn.Module):
+class _Block(nn.Module):
+    """an Inception block: its branches joined along the channels by _cat (the k-th join of the
+    block; the quantizable blocks join with their FloatFunctionals)"""
+
+    def _cat(self, xs, k=0):
+        return ts.cat(xs, 1)
+
+
+class InceptionA(_Block):
     def __init__(self, in_channels, pool_features, conv_block=None):
         super().__init__()
         c = conv_block or BasicConv2d
@@ -44,10 +52,10 @@ class InceptionA(nn.Module):
         b5 = self.branch5x5_2(self.branch5x5_1(x))
         b3 = self.branch3x3dbl_3(self.branch3x3dbl_2(self.branch3x3dbl_1(x)))
         bp = self.branch_pool(F.avg_pool2d(x, kernel_size=3, stride=1, padding=1))
-        return ts.cat([self.branch1x1(x), b5, b3, bp], 1)
+        return self._cat([self.branch1x1(x), b5, b3, bp])
 
 
-class InceptionB(nn.Module):
+class InceptionB(_Block):
     def __init__(self, in_channels, conv_block=None):
         super().__init__()
         c = conv_block or BasicConv2d
@@ -58,10 +66,10 @@ class InceptionB(nn.Module):
 
     def forward(self, x):
         b3 = self.branch3x3dbl_3(self.branch3x3dbl_2(self.branch3x3dbl_1(x)))
-        return ts.cat([self.branch3x3(x), b3, F.max_pool2d(x, kernel_size=3, stride=2)], 1)
+        return self._cat([self.branch3x3(x), b3, F.max_pool2d(x, kernel_size=3, stride=2)])
 
 
-class InceptionC(nn.Module):
+class InceptionC(_Block):
     def __init__(self, in_channels, channels_7x7, conv_block=None):
         super().__init__()
         c = conv_block or BasicConv2d
@@ -84,10 +92,10 @@ class InceptionC(nn.Module):
                   self.branch7x7dbl_5):
             bd = m(bd)
         bp = self.branch_pool(F.avg_pool2d(x, kernel_size=3, stride=1, padding=1))
-        return ts.cat([self.branch1x1(x), b7, bd, bp], 1)
+        return self._cat([self.branch1x1(x), b7, bd, bp])
 
 
-class InceptionD(nn.Module):
+class InceptionD(_Block):
     def __init__(self, in_channels, conv_block=None):
         super().__init__()
         c = conv_block or BasicConv2d
@@ -101,10 +109,10 @@ class InceptionD(nn.Module):
     def forward(self, x):
         b3 = self.branch3x3_2(self.branch3x3_1(x))
         b7 = self.branch7x7x3_4(self.branch7x7x3_3(self.branch7x7x3_2(self.branch7x7x3_1(x))))
-        return ts.cat([b3, b7, F.max_pool2d(x, kernel_size=3, stride=2)], 1)
+        return self._cat([b3, b7, F.max_pool2d(x, kernel_size=3, stride=2)])
 
 
-class InceptionE(nn.Module):
+class InceptionE(_Block):
     def __init__(self, in_channels, conv_block=None):
         super().__init__()
         c = conv_block or BasicConv2d
@@ -120,11 +128,11 @@ class InceptionE(nn.Module):
 
     def forward(self, x):
         b3 = self.branch3x3_1(x)
-        b3 = ts.cat([self.branch3x3_2a(b3), self.branch3x3_2b(b3)], 1)
+        b3 = self._cat([self.branch3x3_2a(b3), self.branch3x3_2b(b3)], 1)
         bd = self.branch3x3dbl_2(self.branch3x3dbl_1(x))
-        bd = ts.cat([self.branch3x3dbl_3a(bd), self.branch3x3dbl_3b(bd)], 1)
+        bd = self._cat([self.branch3x3dbl_3a(bd), self.branch3x3dbl_3b(bd)], 2)
         bp = self.branch_pool(F.avg_pool2d(x, kernel_size=3, stride=1, padding=1))
-        return ts.cat([self.branch1x1(x), b3, bd, bp], 1)
+        return self._cat([self.branch1x1(x), b3, bd, bp], 3)
 
 
 class InceptionAux(nn.Module):
@@ -197,8 +205,8 @@ class Inception3(nn.Module):
                         ts.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5), 1)
         return x
 
-    def forward(self, x):
-        x = self._transform_input(x)
+    def _forward(self, x):
+        """the network after the input transform: (logits, the aux head's or None)"""
         x = self.maxpool1(self.Conv2d_2b_3x3(self.Conv2d_2a_3x3(self.Conv2d_1a_3x3(x))))
         x = self.maxpool2(self.Conv2d_4a_3x3(self.Conv2d_3b_1x1(x)))
         for m in (self.Mixed_5b, self.Mixed_5c, self.Mixed_5d, self.Mixed_6a, self.Mixed_6b,
@@ -206,7 +214,10 @@ class Inception3(nn.Module):
             x = m(x)
         aux = self.AuxLogits(x) if self.AuxLogits is not None and self.training else None
         x = self.Mixed_7c(self.Mixed_7b(self.Mixed_7a(x)))
-        x = self.fc(ts.flatten(self.dropout(self.avgpool(x)), 1))
+        return self.fc(ts.flatten(self.dropout(self.avgpool(x)), 1)), aux
+
+    def forward(self, x):
+        x, aux = self._forward(self._transform_input(x))
         if self.training and self.aux_logits:
             return InceptionOutputs(x, aux)
         return x

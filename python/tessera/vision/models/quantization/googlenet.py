@@ -8,21 +8,13 @@ from tessera.ao.nn.quantized import FloatFunctional
 from tessera.nn import functional as F
 
 from ..googlenet import BasicConv2d, GoogLeNet, GoogLeNetOutputs, Inception, InceptionAux
-from .utils import _build, _fuse_blocks, _fuse_modules
+from .utils import _build, _fuse_blocks, _ReLUConvBlock
 
 __all__ = ["QuantizableGoogLeNet", "googlenet"]
 
 
-class QuantizableBasicConv2d(BasicConv2d):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu(self.bn(self.conv(x)))
-
-    def fuse_model(self, is_qat=None):
-        _fuse_modules(self, ["conv", "bn", "relu"], is_qat, inplace=True)
+class QuantizableBasicConv2d(_ReLUConvBlock, BasicConv2d):
+    pass
 
 
 class QuantizableInception(Inception):
@@ -30,9 +22,8 @@ class QuantizableInception(Inception):
         super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
         self.cat = FloatFunctional()
 
-    def forward(self, x):
-        return self.cat.cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)],
-                            1)
+    def _cat(self, xs):
+        return self.cat.cat(xs, 1)
 
 
 class QuantizableInceptionAux(InceptionAux):
@@ -55,19 +46,10 @@ class QuantizableGoogLeNet(GoogLeNet):
     def forward(self, x):
         """GoogLeNet's forward between the stubs (the input transform before QuantStub); the
         auxiliary heads' outputs (training only) are not dequantized, and come as torchvision
-        0.29's quantizable GoogLeNet gives them: swapped against the float network's
-        (GoogLeNetOutputs(logits, aux1's, aux2's); it unpacks _forward's x, aux2, aux1 as x,
-        aux1, aux2)"""
-        x = self.quant(self._transform_input(x))
-        x = self.maxpool2(self.conv3(self.conv2(self.maxpool1(self.conv1(x)))))
-        x = self.maxpool3(self.inception3b(self.inception3a(x)))
-        x = self.inception4a(x)
-        aux1 = self.aux1(x) if self.aux1 is not None and self.training else None
-        x = self.inception4d(self.inception4c(self.inception4b(x)))
-        aux2 = self.aux2(x) if self.aux2 is not None and self.training else None
-        x = self.maxpool4(self.inception4e(x))
-        x = self.inception5b(self.inception5a(x))
-        x = self.dequant(self.fc(self.dropout(ts.flatten(self.avgpool(x), 1))))
+        0.29's quantizable GoogLeNet gives them: swapped against the float network's,
+        GoogLeNetOutputs(logits, aux1's, aux2's)"""
+        x, aux2, aux1 = self._forward(self.quant(self._transform_input(x)))
+        x = self.dequant(x)
         if self.training and self.aux_logits:
             return GoogLeNetOutputs(x, aux1, aux2)
         return x

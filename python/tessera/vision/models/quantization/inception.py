@@ -1,77 +1,45 @@
 """torchvision.models.quantization.inception: Inception v3 with QuantStub / DeQuantStub, ReLU
 modules in its conv blocks (fused with conv + bn), FloatFunctional cats (myop; InceptionE's myop1
 ... myop3) and fuse_model (torchvision's module and state-dict names)."""
-import tessera as ts
-from tessera import nn
 from tessera.ao import quantization as tq
 from tessera.ao.nn.quantized import FloatFunctional
-from tessera.nn import functional as F
 
 from .. import inception as inception_module
 from ..inception import InceptionOutputs
-from .utils import _build, _fuse_blocks, _fuse_modules
+from .utils import _build, _fuse_blocks, _ReLUConvBlock
 
 __all__ = ["QuantizableInception3", "inception_v3"]
 
 
-class QuantizableBasicConv2d(inception_module.BasicConv2d):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu(self.bn(self.conv(x)))
-
-    def fuse_model(self, is_qat=None):
-        _fuse_modules(self, ["conv", "bn", "relu"], is_qat, inplace=True)
+class QuantizableBasicConv2d(_ReLUConvBlock, inception_module.BasicConv2d):
+    pass
 
 
-class QuantizableInceptionA(inception_module.InceptionA):
+class _MyopCat:
+    """a block's joins through its FloatFunctional `myop` (first base)"""
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
         self.myop = FloatFunctional()
 
-    def forward(self, x):
-        b5 = self.branch5x5_2(self.branch5x5_1(x))
-        b3 = self.branch3x3dbl_3(self.branch3x3dbl_2(self.branch3x3dbl_1(x)))
-        bp = self.branch_pool(F.avg_pool2d(x, kernel_size=3, stride=1, padding=1))
-        return self.myop.cat([self.branch1x1(x), b5, b3, bp], 1)
+    def _cat(self, xs, k=0):
+        return self.myop.cat(xs, 1)
 
 
-class QuantizableInceptionB(inception_module.InceptionB):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
-        self.myop = FloatFunctional()
-
-    def forward(self, x):
-        b3 = self.branch3x3dbl_3(self.branch3x3dbl_2(self.branch3x3dbl_1(x)))
-        return self.myop.cat([self.branch3x3(x), b3, F.max_pool2d(x, kernel_size=3, stride=2)], 1)
+class QuantizableInceptionA(_MyopCat, inception_module.InceptionA):
+    pass
 
 
-class QuantizableInceptionC(inception_module.InceptionC):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
-        self.myop = FloatFunctional()
-
-    def forward(self, x):
-        b7 = self.branch7x7_3(self.branch7x7_2(self.branch7x7_1(x)))
-        bd = self.branch7x7dbl_1(x)
-        for m in (self.branch7x7dbl_2, self.branch7x7dbl_3, self.branch7x7dbl_4,
-                  self.branch7x7dbl_5):
-            bd = m(bd)
-        bp = self.branch_pool(F.avg_pool2d(x, kernel_size=3, stride=1, padding=1))
-        return self.myop.cat([self.branch1x1(x), b7, bd, bp], 1)
+class QuantizableInceptionB(_MyopCat, inception_module.InceptionB):
+    pass
 
 
-class QuantizableInceptionD(inception_module.InceptionD):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, conv_block=QuantizableBasicConv2d, **kwargs)
-        self.myop = FloatFunctional()
+class QuantizableInceptionC(_MyopCat, inception_module.InceptionC):
+    pass
 
-    def forward(self, x):
-        b3 = self.branch3x3_2(self.branch3x3_1(x))
-        b7 = self.branch7x7x3_4(self.branch7x7x3_3(self.branch7x7x3_2(self.branch7x7x3_1(x))))
-        return self.myop.cat([b3, b7, F.max_pool2d(x, kernel_size=3, stride=2)], 1)
+
+class QuantizableInceptionD(_MyopCat, inception_module.InceptionD):
+    pass
 
 
 class QuantizableInceptionE(inception_module.InceptionE):
@@ -81,13 +49,8 @@ class QuantizableInceptionE(inception_module.InceptionE):
         self.myop2 = FloatFunctional()
         self.myop3 = FloatFunctional()
 
-    def forward(self, x):
-        b3 = self.branch3x3_1(x)
-        b3 = self.myop1.cat([self.branch3x3_2a(b3), self.branch3x3_2b(b3)], 1)
-        bd = self.branch3x3dbl_2(self.branch3x3dbl_1(x))
-        bd = self.myop2.cat([self.branch3x3dbl_3a(bd), self.branch3x3dbl_3b(bd)], 1)
-        bp = self.branch_pool(F.avg_pool2d(x, kernel_size=3, stride=1, padding=1))
-        return self.myop3.cat([self.branch1x1(x), b3, bd, bp], 1)
+    def _cat(self, xs, k=0):  # its three joins, each with its own FloatFunctional
+        return (self.myop1, self.myop2, self.myop3)[k - 1].cat(xs, 1)
 
 
 class QuantizableInceptionAux(inception_module.InceptionAux):
@@ -107,15 +70,8 @@ class QuantizableInception3(inception_module.Inception3):
     def forward(self, x):
         """Inception v3's forward between the stubs (the input transform before QuantStub); the
         auxiliary head's output (training only) is not dequantized, as in torchvision"""
-        x = self.quant(self._transform_input(x))
-        x = self.maxpool1(self.Conv2d_2b_3x3(self.Conv2d_2a_3x3(self.Conv2d_1a_3x3(x))))
-        x = self.maxpool2(self.Conv2d_4a_3x3(self.Conv2d_3b_1x1(x)))
-        for m in (self.Mixed_5b, self.Mixed_5c, self.Mixed_5d, self.Mixed_6a, self.Mixed_6b,
-                  self.Mixed_6c, self.Mixed_6d, self.Mixed_6e):
-            x = m(x)
-        aux = self.AuxLogits(x) if self.AuxLogits is not None and self.training else None
-        x = self.Mixed_7c(self.Mixed_7b(self.Mixed_7a(x)))
-        x = self.dequant(self.fc(ts.flatten(self.dropout(self.avgpool(x)), 1)))
+        x, aux = self._forward(self.quant(self._transform_input(x)))
+        x = self.dequant(x)
         if self.training and self.aux_logits:
             return InceptionOutputs(x, aux)
         return x

@@ -69,6 +69,21 @@ def _build(name, cls, args, weights, quantize, kwargs, backend="fbgemm"):
     return model
 
 
+class _ReLUConvBlock:
+    """GoogLeNet's / Inception's quantizable conv block (first base: QuantizableBasicConv2d(
+    _ReLUConvBlock, BasicConv2d)): an nn.ReLU module after conv + bn, which fuse_model fuses"""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.bn(self.conv(x)))
+
+    def fuse_model(self, is_qat=None):
+        _fuse_modules(self, ["conv", "bn", "relu"], is_qat, inplace=True)
+
+
 def _fuse_blocks(model, block_type, is_qat):
     """every `block_type` conv block below model fused in place (GoogLeNet's, Inception's)"""
     for m in model.modules():
