@@ -21,6 +21,16 @@ static ts_tensor *qu8(ts_shape s, const uint8_t *v, double scale, int64_t zp) {
     return ts_make_per_tensor_quantized_tensor(ts_from_data(s, TS_U8, v, (ts_opts){0}), scale, zp);
 }
 
+/* qint8 [2, 2] of {-128, 0, 5, 127} per channel along axis: scales {0.5, 0.25}, zero points
+ * {0, 1} */
+static ts_tensor *qi8_per_channel(int axis) {
+    const int8_t w[4] = {-128, 0, 5, 127};
+    return ts_make_per_channel_quantized_tensor(
+        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
+        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
+        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), axis);
+}
+
 static void host_u8(ts_tensor *q, uint8_t *out, size_t n) {
     ts_copy_to_host(ts_int_repr(q), out, n);
 }
@@ -185,11 +195,7 @@ static void test_make_reshape(void) {
     CHECK(memcmp(got, v, 6) == 0);
     CHECK(!ts_quantized_reshape(q, TS_SHAPE(4)));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "quantized_reshape: shape");
-    const int8_t w[4] = {-128, 0, 5, 127};
-    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
-        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
-        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
-        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 0);
+    ts_tensor *pc = qi8_per_channel(0);
     CHECK(pc && ts_dtype_of(pc) == TS_QINT8 && ts_q_per_channel_axis(pc) == 0);
     float f[4];
     ts_copy_to_host(ts_dequantize(pc), f, sizeof f);
@@ -225,11 +231,7 @@ static void test_reshape_flatten_dropout(void) {
     CHECK(memcmp(got, v, 6) == 0);
     CHECK(!ts_reshape(q, TS_SHAPE(4)));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "reshape");
-    const int8_t w[4] = {-128, 0, 5, 127};
-    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
-        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
-        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
-        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 0);
+    ts_tensor *pc = qi8_per_channel(0);
     CHECK(!ts_flatten(pc, 0, -1));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized per tensor");
     ts_tensor *d = ts_dropout(q, 0.5, false);
@@ -317,11 +319,7 @@ static void test_views(void) {
     host_u8(q, back, 24);
     CHECK(memcmp(back, v, 24) == 0);
     /* detach of any scheme shares the tensor and its parameters */
-    const int8_t w[4] = {-128, 0, 5, 127};
-    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
-        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
-        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
-        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 1);
+    ts_tensor *pc = qi8_per_channel(1);
     ts_tensor *pd = ts_detach(pc), *pk = ts_contiguous(pc);
     CHECK(pd && ts_q_per_channel_axis(pd) == 1 && pk && ts_q_per_channel_axis(pk) == 1);
     float f[4] = {0};
@@ -419,11 +417,7 @@ static void test_mean(void) {
     if (mt) host_u8(mt, &gt, 1);
     CHECK_EQ((int)gt, 2); /* zp + nearbyint(0.5) = 2 + 0 */
     /* refusals: per channel, empty, a bad dim */
-    const int8_t w[4] = {-128, 0, 5, 127};
-    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
-        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
-        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
-        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 0);
+    ts_tensor *pc = qi8_per_channel(0);
     CHECK(!ts_mean_dim(pc, 1, false));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_mean: input must be qint8, quint8 or qint32 quantized "
                                 "per tensor (got qint8 [2, 2] on cpu");

@@ -22,9 +22,7 @@ ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_
                NULL;
     ts_tensor *ts[2] = {a, b};
     ts_device dev;
-    if (!tsi_same_device(op, ts, 2, false, &dev) ||
-        !tsi_quant_out_params(op, a->dtype, out_scale, out_zero_point))
-        return NULL;
+    if (!tsi_quant_binary_out(op, ts, out_scale, out_zero_point, &dev)) return NULL;
     ts_tensor *r = NULL;
     ts_scope_begin();
     ts_tensor *s = ts_add(ts_dequantize(a), ts_dequantize(b));

@@ -23,6 +23,12 @@ static bool per_tensor_q(const char *op, ts_tensor *x, const char *what) {
            false;
 }
 
+bool tsi_quant_binary_out(const char *op, ts_tensor *const ts[2], double scale, int64_t zp,
+                          ts_device *dev) {
+    return tsi_same_device(op, ts, 2, false, dev) &&
+           tsi_quant_out_params(op, ts[0]->dtype, scale, zp);
+}
+
 bool tsi_quant_out_params(const char *op, ts_dtype dt, double scale, int64_t zp) {
     int64_t lo, hi;
     tsi_quant_range(dt, &lo, &hi);

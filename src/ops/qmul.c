@@ -27,9 +27,7 @@ ts_tensor *ts_quantized_mul(ts_tensor *a, ts_tensor *b, double out_scale, int64_
                NULL;
     ts_tensor *ts[2] = {a, b};
     ts_device dev;
-    if (!tsi_same_device(op, ts, 2, false, &dev) ||
-        !tsi_quant_out_params(op, a->dtype, out_scale, out_zero_point))
-        return NULL;
+    if (!tsi_quant_binary_out(op, ts, out_scale, out_zero_point, &dev)) return NULL;
     int64_t lo, hi;
     tsi_quant_range(a->dtype, &lo, &hi);
     if (relu && out_zero_point > lo) lo = out_zero_point;

@@ -24,6 +24,10 @@ void tsi_choose_qparams(float lo, float hi, int32_t qmin, int32_t qmax, bool pre
 
 /* Whether scale / zp are usable as an output's parameters for dtype dt (TS_ERR_ARG naming op) */
 bool tsi_quant_out_params(const char *op, ts_dtype dt, double scale, int64_t zp);
+/* a binary quantized op's inputs on one device (*dev) and its output parameters usable for the
+ * first input's dtype (each error naming op) */
+bool tsi_quant_binary_out(const char *op, ts_tensor *const ts[2], double scale, int64_t zp,
+                          ts_device *dev);
 
 /* A new contiguous tensor of dtype dt (qint8 / quint8 / qint32) quantized per tensor with scale
  * and zp (checked by the caller); NULL with the error set */
