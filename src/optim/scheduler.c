@@ -167,7 +167,7 @@ ts_status ts_scheduler_step(ts_lr_scheduler *s) {
         return ts_error();
     if (s->kind == S_WARM_RESTARTS) {
         /* its own epoch arithmetic; the lrs are formed per group by sched_lr */
-        double unused;
+        double unused = 0.0; /* no groups: neither read nor written */
         if (ts_warm_restarts_step(&s->wr, NULL, &unused, &unused, 0)) return ts_error();
         s->last_epoch = (int)s->wr.last_epoch;
     } else {
