@@ -258,7 +258,7 @@ static void linear_case(lin_case L) {
     ts_tensor *wsc = ts_from_data(TS_SHAPE(N), TS_F64, ws, cpu_opts(TS_F64));
     ts_tensor *wzc = ts_from_data(TS_SHAPE(N), TS_I64, wz, cpu_opts(TS_I64));
     const int64_t xz = L.xdt == TS_QUINT8 ? 131 : -5;
-    ts_tensor *out[2][7];
+    ts_tensor *out[2][8];
     for (int d = 0; d < 2; d++) {
         const ts_device on = d ? dev : ts_cpu();
         ts_tensor *xq = ts_quantize_per_tensor(ts_to(x, on), 0.02, xz, L.xdt);
@@ -279,11 +279,15 @@ static void linear_case(lin_case L) {
         ts_tensor *wq2 = ts_quantize_per_tensor(ts_to(w, on), 0.125, 0, TS_QINT8);
         out[d][6] =
             ts_quantized_linear(xq2, wq2, NULL, 0.0625, L.xdt == TS_QUINT8 ? 128 : 0, false);
+        /* a float32 bias: PyTorch's x86 requantization (fmult + acc_fbias) */
+        out[d][7] =
+            ts_quantized_linear(xq, wq, ts_to(bfc, on), 0.05, L.xdt == TS_QUINT8 ? 100 : 3, false);
     }
-    static const char *names[7] = {
-        "acc + bias",     "requantized + bias",   "requantized relu",   "acc",
-        "dynamic + bias", "dynamic reduce_range", "requantized at ties"};
-    for (int i = 0; i < 7; i++) {
+    static const char *names[8] = {"acc + bias",          "requantized + bias",
+                                   "requantized relu",    "acc",
+                                   "dynamic + bias",      "dynamic reduce_range",
+                                   "requantized at ties", "x86 requantized + float bias"};
+    for (int i = 0; i < 8; i++) {
         char what[128];
         snprintf(what, sizeof what, "quantized_linear %s [%lld x %lld] x [%lld x %lld]^T %s %s",
                  names[i], (long long)M, (long long)K, (long long)N, (long long)K,

@@ -158,9 +158,9 @@ static void quant_cases(void) {
 }
 
 /* ------------------------------------------------------------------ the int8 linear layer */
-enum { E_FMUL, E_ACC, E_FLOAT, E_QUANT, E_QUANT_RELU, E_COUNT };
-static const char *const epilogue_name[E_COUNT] = {"fmul/fadd", "int32", "fscale/fbias", "requant",
-                                                   "requant+relu"};
+enum { E_FMUL, E_ACC, E_FLOAT, E_QUANT, E_QUANT_RELU, E_QUANT_X86, E_COUNT };
+static const char *const epilogue_name[E_COUNT] = {"fmul/fadd", "int32",        "fscale/fbias",
+                                                   "requant",   "requant+relu", "x86 requant"};
 
 static void qlinear_case(int64_t M, int64_t K, int64_t N, bool xu, int mode, int layout,
                          bool bias) {
@@ -170,7 +170,7 @@ static void qlinear_case(int64_t M, int64_t K, int64_t N, bool xu, int mode, int
     int32_t *wz = malloc((size_t)N * 4), *bs = malloc((size_t)N * 4);
     double *dp = malloc((size_t)N * 8);
     float *fm = malloc((size_t)N * 4), *fa = malloc((size_t)N * 4), *fb = malloc((size_t)N * 4);
-    const bool requant = mode == E_QUANT || mode == E_QUANT_RELU;
+    const bool requant = mode == E_QUANT || mode == E_QUANT_RELU || mode == E_QUANT_X86;
     for (int64_t i = 0; i < N; i++) {
         wz[i] = (int32_t)(next_u32() % 9) - 4;
         bs[i] = (int32_t)(next_u32() % 200001) - 100000;
@@ -179,7 +179,9 @@ static void qlinear_case(int64_t M, int64_t K, int64_t N, bool xu, int mode, int
                            : i % 3 == 1 ? 0.03125
                                         : uniform(1e-4f, 3e-3f))
                         : uniform(1e-5f, 1e-3f);
-        fm[i] = uniform(1e-5f, 1e-3f), fa[i] = uniform(-3, 3), fb[i] = uniform(-3, 3);
+        fm[i] = mode == E_QUANT_X86 ? (i % 2 ? 0.0078125f : uniform(1e-5f, 1e-3f))
+                                    : uniform(1e-5f, 1e-3f);
+        fa[i] = uniform(-3, 3), fb[i] = mode == E_QUANT_X86 ? uniform(-300, 300) : uniform(-3, 3);
     }
     ts_qlinear_args a = {0};
     a.m = M, a.n = N, a.k = K, a.x = x, a.x_unsigned = xu, a.x_zp = xu ? 131 : -7;
@@ -192,6 +194,8 @@ static void qlinear_case(int64_t M, int64_t K, int64_t N, bool xu, int mode, int
     if (mode == E_ACC) a.out_acc = o1;
     if (mode == E_FLOAT) a.fscale = dp, a.fbias = bias ? fb : NULL;
     if (mode == E_FMUL || mode == E_FLOAT) a.out_f = o1;
+    if (mode == E_QUANT_X86) /* float32 bias in accumulator units, multipliers near 1 / 2^k */
+        a.bias = NULL, a.fmult = fm, a.acc_fbias = bias ? fb : NULL;
     if (requant) {
         a.mult = dp, a.out_q = o1, a.out_unsigned = xu, a.out_zp = xu ? 100 : -3;
         a.out_min = mode == E_QUANT_RELU ? a.out_zp : xu ? 0 : -128, a.out_max = xu ? 255 : 127;

@@ -380,7 +380,7 @@ static void test_linear(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "output zero_point 300");
     CHECK(!ts_quantized_linear(xq, wq, ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I32}), 1, 0,
                                false));
-    CHECK_ERR_HAS(TS_ERR_ARG, "bias must be int32 [2]");
+    CHECK_ERR_HAS(TS_ERR_ARG, "bias must be int32 or float32 [2]");
     ts_tensor *w5 =
         ts_quantize_per_tensor(ts_zeros(TS_SHAPE(2, 5), (ts_opts){0}), 0.5, 0, TS_QINT8);
     CHECK(!ts_quantized_linear(xq, w5, NULL, 1, 0, false));

@@ -236,9 +236,9 @@ static void test_refusals(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "output scale");
     CHECK(!ts_quantized_conv2d(x, w, NULL, one, zero, one, 1, 0.2, 256, false));
     CHECK_ERR_HAS(TS_ERR_ARG, "output zero_point 256");
-    CHECK(!ts_quantized_conv2d(x, w, ts_zeros(TS_SHAPE(3), (ts_opts){0}), one, zero, one, 1, 0.2, 5,
-                               false));
-    CHECK_ERR_HAS(TS_ERR_ARG, "bias must be int32 [3]");
+    CHECK(!ts_quantized_conv2d(x, w, ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_F64}), one, zero,
+                               one, 1, 0.2, 5, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "bias must be int32 or float32 [3]");
     CHECK(!ts_quantized_conv2d(x, w, NULL, one, zero, (int64_t[2]){3, 1}, 1, 0.2, 5, false));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "larger than the padded input");
     ts_tensor *w3 = ts_make_per_tensor_quantized_tensor(

@@ -89,10 +89,16 @@ TS_API ts_status ts_choose_qparams_per_tensor(ts_tensor *x, ts_dtype dtype, bool
  * (axis 0); bias NULL or int32 [N] (plain TS_I32, in units of x_scale * w_scale[n]); K at most
  * 65536 (past it an int32 partial sum could overflow). */
 TS_API ts_tensor *ts_quantized_linear_acc(ts_tensor *x, ts_tensor *w, ts_tensor *bias);
-/* torch.ao.nn.quantized.Linear's arithmetic with an int32 bias: the accumulators above requantized
- * to out_scale / out_zero_point, y = clamp(out_zero_point + round_half_even(acc * x_scale *
- * w_scale[n] / out_scale), qmin, qmax) (the multiplier and the product in float64; relu: qmin
- * raised to out_zero_point), of x's dtype, per tensor */
+/* torch.ao.nn.quantized.Linear: the accumulators above (without bias) requantized to out_scale /
+ * out_zero_point, of x's dtype, per tensor (relu: qmin raised to out_zero_point). bias selects the
+ * arithmetic:
+ *  - float32 [N] (what PyTorch's modules hold): PyTorch's x86 engine (fbgemm) bit for bit, in
+ *    float32: atws = (float)x_scale * (float)w_scale[n], y = clamp(out_zero_point +
+ *    round_half_even(((float)acc + bias[n] / atws) * (atws / (float)out_scale))) (weights per
+ *    tensor: bias[n] * (float)(1 / atws)); a bias of zeros gives this arithmetic without a bias;
+ *  - int32 [N] (in units of x_scale * w_scale[n]) or NULL: y = clamp(out_zero_point +
+ *    round_half_even((acc + bias[n]) * x_scale * w_scale[n] / out_scale)) in float64.
+ * The two differ by one quantum at rounding ties (docs/QUANTIZATION.md). */
 TS_API ts_tensor *ts_quantized_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias, double out_scale,
                                       int64_t out_zero_point, bool relu);
 /* torch.ao.nn.quantized.dynamic.Linear's forward: x float32 [.., K] quantized per tensor to
@@ -216,15 +222,15 @@ TS_API ts_status ts_choose_qparams_minmax(ts_tensor *min_val, ts_tensor *max_val
                                           ts_tensor **scale, ts_tensor **zero_point);
 
 /* ------------------------------------------------------------------ int8 convolution */
-/* torch.ops.quantized.conv2d (nn.quantized.Conv2d / ConvReLU2d) with an int32 bias: x quint8 or
- * qint8 per tensor [N, C, H, W]; w qint8 [Cout, C / groups, KH, KW] per tensor or per channel
- * (axis 0); bias NULL or int32 [Cout] in units of x_scale * w_scale[co]. The exact accumulator
- * acc = bias[co] + sum (x - x_zp)(w - w_zp[co]) over the window (padding reads x_zp: a zero), then
- * y = clamp(out_zero_point + round_half_even(acc * x_scale * w_scale[co] / out_scale)) in float64
- * as ts_quantized_linear's (relu: the lower bound raised to out_zero_point), of x's dtype [N, Cout,
- * OH, OW] with OH = (H + 2 pad - dil (KH - 1) - 1) / stride + 1. Depthwise convolutions (groups = C
- * = Cout) run a direct kernel, the rest im2col and the int8 GEMM. stride, dilation >= 1, padding
- * >= 0, groups dividing C and Cout; C / groups * KH * KW at most 65536. */
+/* torch.ops.quantized.conv2d (nn.quantized.Conv2d / ConvReLU2d): x quint8 or qint8 per tensor
+ * [N, C, H, W]; w qint8 [Cout, C / groups, KH, KW] per tensor or per channel (axis 0). The exact
+ * accumulator acc = sum (x - x_zp)(w - w_zp[co]) over the window (padding reads x_zp: a zero),
+ * then requantized as ts_quantized_linear's: bias float32 [Cout], PyTorch's x86 arithmetic; int32
+ * [Cout] (units of x_scale * w_scale[co]) or NULL, the float64 one (relu: the lower bound raised
+ * to out_zero_point), of x's dtype [N, Cout, OH, OW] with OH = (H + 2 pad - dil (KH - 1) - 1) /
+ * stride + 1. Depthwise convolutions (groups = C = Cout) run a direct kernel, the rest im2col and
+ * the int8 GEMM. stride, dilation >= 1, padding >= 0, groups dividing C and Cout; C / groups * KH *
+ * KW at most 65536. */
 TS_API ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
                                       const int64_t stride[2], const int64_t padding[2],
                                       const int64_t dilation[2], int64_t groups, double out_scale,

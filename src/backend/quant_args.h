@@ -38,9 +38,11 @@ typedef struct ts_quant_args {
  * contiguous rows), w [n, k] int8 contiguous; acc = sum_k (x - x_zp)(w - w_zp[n]) + bias[n]
  * (bias NULL: 0), exact (k <= 65536: int32 partial sums never overflow; the corrections in int64).
  * Then one of: out_acc (int32 [m, n], the value wrapped to int32); out_q (uint8 / int8 [m, n] as
- * out_unsigned) = clamp(out_zp + nearbyint((double)acc * mult[n]), out_min, out_max); out_f
- * (float32 [m, n]) = (float)((double)acc * fscale[n] + fbias[n]) (fbias NULL: 0). w_zp, mult,
- * fscale: one value per column n. */
+ * out_unsigned) = clamp(out_zp + nearbyint((double)acc * mult[n]), out_min, out_max), or with
+ * fmult PyTorch's x86 requantization (fbgemm's float bias: bias NULL, acc wrapped to int32,
+ * clamp(out_zp + nearbyintf(((float)acc + acc_fbias[n]) * fmult[n])), each step one float32
+ * rounding; acc_fbias NULL: no add); out_f (float32 [m, n]) = (float)((double)acc * fscale[n] +
+ * fbias[n]) (fbias NULL: 0). w_zp, mult, fmult, acc_fbias, fscale: one value per column n. */
 typedef struct ts_qlinear_args {
     int64_t m, n, k;
     const void *x;
@@ -54,6 +56,7 @@ typedef struct ts_qlinear_args {
     bool out_unsigned;
     int32_t out_zp, out_min, out_max;
     const double *mult;
+    const float *fmult, *acc_fbias;
     float *out_f;
     const double *fscale;
     const float *fbias;
@@ -80,7 +83,9 @@ typedef struct ts_qlinear_args {
  * the window, a padded position counting as x_zp (zero); out = clamp(out_zp + nearbyint((double)acc
  * * mult[co]), out_min, out_max). With fmult (ONNX Runtime's QLinearConv): acc wrapped to int32
  * first, out = clamp(out_zp + nearbyintf((float)acc * fmult[co]), out_min, out_max) in float32
- * (mult unused). C / groups * KH * KW <= 65536 (int32 partial sums). */
+ * (mult unused); with acc_fbias too (PyTorch's x86 requantization, fbgemm's float bias; bias
+ * NULL), nearbyintf(((float)acc + acc_fbias[co]) * fmult[co]), each step one float32 rounding.
+ * C / groups * KH * KW <= 65536 (int32 partial sums). */
 typedef struct ts_qconv_args {
     int64_t n, c, h, w, cout, kh, kw, oh, ow, groups;
     int64_t stride[2], pad[2], dil[2];
@@ -91,7 +96,7 @@ typedef struct ts_qconv_args {
     const int32_t *w_zp;
     const int32_t *bias;
     const double *mult;
-    const float *fmult;
+    const float *fmult, *acc_fbias;
     void *out;
     bool out_unsigned;
     int32_t out_zp, out_min, out_max;

@@ -6,6 +6,8 @@
  * DQ(w, per channel axis 0), DQ(int32 bias, scale x_scale * w_scale in float32, zero point 0) ->
  * Conv / Gemm -> Q, and DQ, DQ -> Add -> Q. What that gives against the eager ops: docs/ONNX.md,
  * "Quantized models". */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,14 +103,47 @@ static bool act_8bit(tse *e, const tsi_trace_rec *r, ts_tensor *x, const char *w
            false;
 }
 
-/* DequantizeLinear of the int32 bias b: scale x_scale * w_scale[c] (float32 product, what ORT's
- * quantizer writes and rewrite_qdq.c's fusion checks), zero point 0, per channel when w is */
-static const char *bias_dq(tse *e, const tsi_trace_rec *r, const char *b, ts_tensor *x,
-                           ts_tensor *w) {
+/* A float32 bias (PyTorch's x86 arithmetic in eager) as the int32 bias QDQ carries:
+ * round_half_even(bias / (x_scale * w_scale[c])) in float64, clamped to int32 (PyTorch's qnnpack /
+ * oneDNN rule; ONNX Runtime then computes as with an int32 bias: within one quantum of eager, at
+ * rounding ties) */
+static const char *bias_int32(tse *e, ts_tensor *bt, ts_tensor *x, const tsi_quant *wd) {
+    const int64_t n = bt->shape.dims[0];
+    float *b = malloc((size_t)n * sizeof *b);
+    int32_t *q = malloc((size_t)n * sizeof *q);
+    ts_scope_begin(); /* the host copy is the scope's */
+    ts_tensor *h = b && q ? ts_contiguous(ts_to(bt, ts_cpu())) : NULL;
+    const bool read = h && ts_copy_to_host(h, b, (size_t)n * sizeof *b) == TS_OK;
+    ts_scope_end();
+    const char *name = NULL;
+    if (read) {
+        for (int64_t c = 0; c < n; c++) {
+            const double s = x->quant->scales[0] *
+                             wd->scales[wd->scheme == TS_PER_CHANNEL_AFFINE ? c : 0],
+                         v = nearbyint((double)b[c] / s);
+            q[c] = v < -2147483648.0 ? INT32_MIN : v > 2147483647.0 ? INT32_MAX : (int32_t)v;
+        }
+        ts_tensor *qt = tsi_from_host("onnx_export", TS_SHAPE(n), TS_I32, q, ts_cpu());
+        name = qt ? tse_const_tensor(e, qt, NULL) : NULL;
+        ts_release(qt);
+    } else if (!b || !q) {
+        tsi_error_set(TS_ERR_OOM, "onnx_export: out of host memory");
+    }
+    free(b), free(q);
+    return name;
+}
+
+/* DequantizeLinear of the bias (int32, or float32 made int32 above): scale x_scale * w_scale[c]
+ * (float32 product, what ORT's quantizer writes and rewrite_qdq.c's fusion checks), zero point 0,
+ * per channel when w is */
+static const char *bias_dq(tse *e, const tsi_trace_rec *r, ts_tensor *x, ts_tensor *w) {
     ts_tensor *bt = tse_in(e, r, 2);
-    if (bt->dtype != TS_I32)
-        return tse_refuse(e, r, "bias %s: the QDQ bias is int32", tsi_desc(bt));
     const tsi_quant *wd = w->quant;
+    if (bt->dtype != TS_I32 && bt->dtype != TS_F32)
+        return tse_refuse(e, r, "bias %s: the QDQ bias is int32 (or float32, made int32)",
+                          tsi_desc(bt));
+    const char *b = bt->dtype == TS_I32 ? tse_const_in(e, r, 2) : bias_int32(e, bt, x, wd);
+    if (!b) return NULL;
     const int64_t n = wd->scheme == TS_PER_CHANNEL_AFFINE ? wd->count : 1;
     float *s = malloc((size_t)n * sizeof *s);
     int32_t *z = calloc((size_t)n, sizeof *z);
@@ -184,7 +219,7 @@ static const char *emit_conv(tse *e, const tsi_trace_rec *r, const char *const *
     if (!act_8bit(e, r, x, "input")) return NULL;
     const char *c[3] = {dq(e, r, in[0], x, "input"), weight_dq(e, r, &w), NULL};
     if (!c[0] || !c[1]) return NULL;
-    if (tse_in(e, r, 2) && !(c[2] = bias_dq(e, r, tse_const_in(e, r, 2), x, w))) return NULL;
+    if (tse_in(e, r, 2) && !(c[2] = bias_dq(e, r, x, w))) return NULL;
     const char *f = tse_emit_as(e, "conv2d", r, c, NULL);
     return f ? requant(e, r, f, tse_out(e, r), r->i[7], out) : NULL;
 }
@@ -216,7 +251,7 @@ static const char *emit_linear(tse *e, const tsi_trace_rec *r, const char *const
     }
     const char *c[3] = {dq(e, r, xi, x, "input"), weight_dq(e, r, &w), NULL};
     if (!c[0] || !c[1]) return NULL;
-    if (tse_in(e, r, 2) && !(c[2] = bias_dq(e, r, tse_const_in(e, r, 2), x, w))) return NULL;
+    if (tse_in(e, r, 2) && !(c[2] = bias_dq(e, r, x, w))) return NULL;
     Onnx__NodeProto *g = tse_node(e, "Gemm", c[2] ? 3 : 2, c, NULL);
     if (!g || !tse_attr_int(e, g, "transB", 1)) return NULL;
     const char *yq = requant(e, r, g->output[0], y, r->i[0], nd == 2 ? out : NULL);

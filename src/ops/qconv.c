@@ -75,7 +75,8 @@ static bool check_geometry(const char *op, const int64_t *stride, const int64_t 
 }
 
 /* both functions: fmult NULL (ts_quantized_conv2d: a quantized output of x's dtype, float64
- * requantization) or the float32 multipliers of ts_qlinear_conv2d (a plain out_dtype output).
+ * requantization, or PyTorch's x86 float32 one when the bias is float32) or the float32
+ * multipliers of ts_qlinear_conv2d (a plain out_dtype output, an int32 bias).
  * long: each argument's check with its own message, then the kernel's one argument block */
 static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias,
                         const int64_t stride[2], const int64_t padding[2],
@@ -118,10 +119,14 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
                              "could overflow",
                              op, (long long)(C / groups * KH * KW), QCONV_MAX_K),
                NULL;
-    if (bias && (bias->dtype != TS_I32 || bias->shape.ndim != 1 || bias->shape.dims[0] != CO))
+    if (fmult && bias &&
+        (bias->dtype != TS_I32 || bias->shape.ndim != 1 || bias->shape.dims[0] != CO))
         return tsi_error_set(TS_ERR_ARG, "%s: bias must be int32 [%lld] (got %s)", op,
                              (long long)CO, tsi_desc(bias)),
                NULL;
+    if (!tsi_quant_bias_ok(op, bias, CO)) return NULL;
+    /* a float32 bias: PyTorch's x86 requantization (qrequant.c), in the float32 epilogue */
+    const bool x86 = bias && bias->dtype == TS_F32;
     const int64_t eh = dilation[0] * (KH - 1) + 1, ew = dilation[1] * (KW - 1) + 1;
     const int64_t OH = H + 2 * padding[0] >= eh ? (H + 2 * padding[0] - eh) / stride[0] + 1 : 0,
                   OW = W + 2 * padding[1] >= ew ? (W + 2 * padding[1] - ew) / stride[1] + 1 : 0;
@@ -168,13 +173,14 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
                NULL;
     double *mult = malloc((size_t)CO * sizeof *mult);
     int32_t *wzp = malloc((size_t)CO * sizeof *wzp);
-    float *fm = fmult ? malloc((size_t)CO * sizeof *fm) : NULL;
+    float *fm = fmult || x86 ? malloc((size_t)CO * sizeof *fm) : NULL;
+    float *fb = x86 ? malloc((size_t)CO * sizeof *fb) : NULL;
     ts_tensor *out = NULL, *bc = NULL, *fc = NULL, *xc = NULL, *wc = NULL;
     /* x read where it lies when channels_last; the output channels_last then, or when cl_out
      * asks for it where the device prefers it (the kernel transposes an NCHW x as it pads) */
     const bool x_nhwc = tsi_prefers_channels_last(x),
                nhwc = x_nhwc || (cl_out && tsi_qconv_prefers_channels_last(x));
-    if (!mult || !wzp || (fmult && !fm)) {
+    if (!mult || !wzp || ((fmult || x86) && !fm) || (x86 && !fb)) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
         goto done;
     }
@@ -188,7 +194,9 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
                 : tsi_new_quantized_pt(op, os, x->dtype, dev, out_scale, out_zero_point);
     if (out && nhwc) tsi_channels_last_strides(&os, out->strides);
     if (!out || N == 0 || CO == 0) goto done;
-    if (bias && !(bc = tsi_contiguous(op, bias))) goto fail;
+    if (bias && !x86 && !(bc = tsi_contiguous(op, bias))) goto fail;
+    if (x86 && !tsi_quant_x86_requant(x->quant->scales[0], wd, CO, out_scale, bias, fm, fb))
+        goto fail;
     /* the kernel reads dense NCHW or NHWC bytes, and a dense weight */
     if (!(xc = x_nhwc ? ts_retain(x) : tsi_contiguous(op, x)) || !(wc = tsi_contiguous(op, w)))
         goto fail;
@@ -219,6 +227,7 @@ static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b
                        .bias = bc ? (const int32_t *)(void *)tsi_kview(bc).data : NULL,
                        .mult = mult,
                        .fmult = fm,
+                       .acc_fbias = fb,
                        .out = out->storage->data,
                        .out_unsigned = fmult ? out_dtype == TS_U8 : x->dtype == TS_QUINT8,
                        .out_zp = (int32_t)out_zero_point,
@@ -243,6 +252,7 @@ done:
     free(mult);
     free(wzp);
     free(fm);
+    free(fb);
     ts_release(bc);
     ts_release(fc);
     ts_release(xc);

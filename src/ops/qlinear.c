@@ -41,7 +41,8 @@ ts_status ts_choose_qparams_per_tensor(ts_tensor *x, ts_dtype dtype, bool reduce
 }
 
 /* The checks and the parameters every form shares: x [.., K] quantized per tensor (quint8 /
- * qint8), w qint8 [N, K] per tensor or per channel along 0. Fills a (but its outputs) and the
+ * qint8), w qint8 [N, K] per tensor or per channel along 0, bias int32 (float32 when x_float, or
+ * either when x86_bias_ok: ts_quantized_linear). Fills a (but its outputs) and the
  * host arrays w_zp / w_scale (malloc'ed: the caller frees). */
 typedef struct qlin {
     ts_qlinear_args a;
@@ -72,7 +73,7 @@ static bool check_weight(const char *op, ts_tensor *w, int64_t K) {
 }
 
 static bool qlin_setup(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias, bool x_float,
-                       qlin *L) {
+                       bool x86_bias_ok, qlin *L) {
     *L = (qlin){0};
     if (!tsi_check_input(op, x, "input")) return false;
     if (x_float ? x->dtype != TS_F32
@@ -97,10 +98,12 @@ static bool qlin_setup(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bi
     const int64_t N = w->shape.dims[0];
     if (bias && !tsi_check_input(op, bias, "bias")) return false;
     const ts_dtype bdt = x_float ? TS_F32 : TS_I32;
-    if (bias && (bias->dtype != bdt || bias->shape.ndim != 1 || bias->shape.dims[0] != N))
+    if (bias && !x86_bias_ok &&
+        (bias->dtype != bdt || bias->shape.ndim != 1 || bias->shape.dims[0] != N))
         return tsi_error_set(TS_ERR_ARG, "%s: bias must be %s [%lld] (got %s)", op,
                              ts_dtype_name(bdt), (long long)N, tsi_desc(bias)),
                false;
+    if (x86_bias_ok && !tsi_quant_bias_ok(op, bias, N)) return false;
     ts_tensor *ts[3] = {x, w, bias};
     ts_device dev;
     if (!tsi_same_device(op, ts, bias ? 3 : 2, false, &dev) || !tsi_meta_refuse(op, x) ||
@@ -154,7 +157,9 @@ static ts_tensor *quantized_linear_impl(const char *op, ts_tensor *x, ts_tensor 
     tsi_init();
     qlin L;
     ts_tensor *bc = NULL, *out = NULL;
-    if (!qlin_setup(op, x, w, bias, false, &L)) goto done;
+    float *fm = NULL; /* x86: [fmult n][acc_fbias n] */
+    const bool x86 = !acc && bias && bias->dtype == TS_F32;
+    if (!qlin_setup(op, x, w, bias, false, !acc, &L)) goto done;
     if (!acc) {
         int64_t lo, hi;
         tsi_quant_range(x->dtype, &lo, &hi);
@@ -172,6 +177,17 @@ static ts_tensor *quantized_linear_impl(const char *op, ts_tensor *x, ts_tensor 
         L.a.out_min = (int32_t)(relu && out_zp > lo ? out_zp : lo);
         L.a.out_max = (int32_t)hi;
         L.a.out_unsigned = x->dtype == TS_QUINT8;
+        if (x86) { /* a float32 bias: PyTorch's x86 requantization (qrequant.c) */
+            if (!(fm = malloc((size_t)(L.a.n ? L.a.n : 1) * 2 * sizeof *fm))) {
+                tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+                goto done;
+            }
+            if (!tsi_quant_x86_requant(x->quant->scales[0], w->quant, L.a.n, out_scale, bias, fm,
+                                       fm + L.a.n))
+                goto done;
+            L.a.fmult = fm;
+            L.a.acc_fbias = fm + L.a.n;
+        }
         /* the multiplier, reusing w_scale's array: x_scale * w_scale[n] / out_scale */
         for (int64_t n = 0; n < L.a.n; n++)
             L.w_scale[n] = x->quant->scales[0] * L.w_scale[n] / out_scale;
@@ -192,7 +208,7 @@ static ts_tensor *quantized_linear_impl(const char *op, ts_tensor *x, ts_tensor 
         if (!out) goto done;
         L.a.out_acc = (int32_t *)(void *)out->storage->data;
     }
-    if (bias) {
+    if (bias && !x86) {
         if (!(bc = tsi_contiguous(op, bias))) goto fail;
         L.a.bias = (const int32_t *)(void *)tsi_kview(bc).data;
     }
@@ -202,6 +218,7 @@ fail:
     out = NULL;
 done:
     qlin_free(&L);
+    free(fm);
     ts_release(bc);
     return tsi_own(out);
 }
@@ -231,7 +248,7 @@ ts_tensor *ts_dynamic_quantized_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bi
     ts_tensor *out = NULL, *xq = NULL, *bc = NULL;
     double xs = 0;
     int64_t xz = 0;
-    if (!qlin_setup(op, x, w, bias, true, &L)) goto done;
+    if (!qlin_setup(op, x, w, bias, true, false, &L)) goto done;
     out = tsi_new(op, L.out_shape, TS_F32, tsi_device(x));
     if (!out || L.a.m * L.a.n == 0) goto done;
     if (ts_choose_qparams_per_tensor(x, TS_QUINT8, reduce_range, &xs, &xz) != TS_OK) goto fail;

@@ -22,6 +22,16 @@ ts_tensor *tsi_quantize_per_tensor(const char *op, ts_tensor *x, double scale, i
 void tsi_choose_qparams(float lo, float hi, int32_t qmin, int32_t qmax, bool preserve_sparsity,
                         double *scale, int32_t *zero_point);
 
+/* PyTorch's x86 requantization constants (fbgemm's float bias; qrequant.c), per output channel c
+ * of n: fmult[c] and acc_fbias[c] as ts_qlinear_args / ts_qconv_args take them (host arrays). wd:
+ * the qint8 weight's parameters (per tensor, or per channel along 0); bias float32 [n] on any
+ * device, or NULL (acc_fbias then left alone). false: the bias could not be read (error set). */
+bool tsi_quant_x86_requant(double x_scale, const struct tsi_quant *wd, int64_t n, double out_scale,
+                           ts_tensor *bias, float *fmult, float *acc_fbias);
+/* A weighted quantized op's bias (ts_quantized_linear / _conv2d): NULL, int32 [n] (float64
+ * requantization) or float32 [n] (PyTorch's x86 one); TS_ERR_ARG naming op otherwise */
+bool tsi_quant_bias_ok(const char *op, const ts_tensor *bias, int64_t n);
+
 /* Whether scale / zp are usable as an output's parameters for dtype dt (TS_ERR_ARG naming op) */
 bool tsi_quant_out_params(const char *op, ts_dtype dt, double scale, int64_t zp);
 /* a binary quantized op's inputs on one device (*dev) and its output parameters usable for the

@@ -7,9 +7,9 @@
  * requantizing epilogue) into [OH * OW, Cout_g], transposed into the NCHW output. With AVX512-VNNI
  * both run in qconv_vnni.c instead (straight in NCHW), or, where route_dnnl's measured table says
  * so, in oneDNN's int8 primitive (qconv_dnnl.c). fmult: ONNX Runtime's float32 requantization of
- * the int32-wrapped sums (quant_args.h). Channels_last activations (x_nhwc / out_nhwc, decision
- * 0053): oneDNN's route reads and writes them as they lie; every other route runs on NCHW copies
- * (staged below), the same integers. */
+ * the int32-wrapped sums, or with acc_fbias PyTorch's x86 one (quant_args.h). Channels_last
+ * activations (x_nhwc / out_nhwc, decision 0053): oneDNN's route reads and writes them as they lie;
+ * every other route runs on NCHW copies (staged below), the same integers. */
 #include <math.h>
 #include <string.h>
 
@@ -27,8 +27,11 @@ static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
 
 static inline void store(const ts_qconv_args *a, int64_t o, int64_t acc, int64_t co) {
     double v;
-    if (a->fmult) { /* ONNX Runtime's: int32 sums, float32 product, clamped, rounded */
-        float f = (float)(int32_t)(uint32_t)(uint64_t)acc * a->fmult[co];
+    if (a->fmult) { /* ONNX Runtime's: int32 sums, float32 product, clamped, rounded; PyTorch's
+                     * x86 one adds its float bias before the product */
+        float f = (float)(int32_t)(uint32_t)(uint64_t)acc;
+        if (a->acc_fbias) f += a->acc_fbias[co];
+        f *= a->fmult[co];
         const float lo = (float)(a->out_min - a->out_zp), hi = (float)(a->out_max - a->out_zp);
         f = !(f >= lo) ? lo : f > hi ? hi : f;
         v = (double)a->out_zp + (double)nearbyintf(f);

@@ -1,7 +1,8 @@
 /* kern_qlinear.c — the int8 product of a quantized linear layer (backend.h's qlinear,
  * quant_args.h's ts_qlinear_args): a portable kernel and packed ones (AVX512-VNNI: qgemm_vnni.c;
  * AVX-VNNI and AVX2: qgemm_avx2.c; tsi_qgemm_kind_get picks), then
- * the epilogue (int32 accumulators, requantized integers, floats in float64 as PyTorch's dynamic
+ * the epilogue (int32 accumulators, requantized integers: float64, or with fmult PyTorch's x86
+ * float32 arithmetic, quant_args.h; floats in float64 as PyTorch's dynamic
  * Linear, or floats in ONNX's float32 order: fmul / fadd, ts_matmul_integer_to_float). A weight may
  * be read where it lies (w_strided: ONNX's [K, N] uint8 / int8 B), packed from there once.
  *
@@ -150,7 +151,14 @@ static void epilogue(const ts_qlinear_args *a, int64_t m, int64_t n0, int64_t nn
         if (a->out_acc) {
             a->out_acc[o] = (int32_t)(uint32_t)(uint64_t)acc; /* wraps, as MatMulInteger */
         } else if (a->out_q) {
-            double v = (double)a->out_zp + nearbyint((double)acc * a->mult[n]);
+            double v;
+            if (a->fmult) { /* PyTorch's x86 (fbgemm): int32 sum, + float bias, * multiplier */
+                float f = (float)(int32_t)(uint32_t)(uint64_t)acc;
+                if (a->acc_fbias) f += a->acc_fbias[n];
+                v = (double)a->out_zp + (double)nearbyintf(f * a->fmult[n]);
+            } else {
+                v = (double)a->out_zp + nearbyint((double)acc * a->mult[n]);
+            }
             v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
             if (a->out_unsigned)
                 ((uint8_t *)a->out_q)[o] = (uint8_t)v;

@@ -298,14 +298,15 @@ static void pad_nhwc(const ts_qconv_args *a, const uint8_t *x, int64_t hp, int64
 #include <immintrin.h>
 #define TS_AVX512 __attribute__((target(TS_ISA_TARGET_AVX512)))
 
-/* count s32 sums (whole positions of [.][CO]) requantized into bytes; rc and fm: each channel's
- * sum correction and multiplier repeated over L = lcm(CO, 16) values, so that the sums are read
+/* count s32 sums (whole positions of [.][CO]) requantized into bytes; rc, fb and fm: each
+ * channel's sum correction, float bias (PyTorch's x86 requantization; zeros otherwise: adding 0.0f
+ * changes no value) and multiplier repeated over L = lcm(CO, 16) values, so that the sums are read
  * as one flat run of 16-lane vectors whatever CO is (24 or 40 channels: no masked vectors), four
  * vectors packed into 64 bytes at a time (the float clamp has put every value in the output's
  * range: the packs' saturation never acts); false: some |sum| >= 2^24 */
 TS_AVX512 static bool requant_flat(const ts_qconv_args *a, const int32_t *acc, int64_t count,
-                                   const int32_t *rc, const float *fm, int64_t L, bool check,
-                                   uint8_t *out) {
+                                   const int32_t *rc, const float *fb, const float *fm, int64_t L,
+                                   bool check, uint8_t *out) {
     const __m512 lo = _mm512_set1_ps((float)(a->out_min - a->out_zp)),
                  hi = _mm512_set1_ps((float)(a->out_max - a->out_zp));
     const __m512i zp = _mm512_set1_epi32(a->out_zp), zp16 = _mm512_set1_epi16((short)a->out_zp),
@@ -315,14 +316,16 @@ TS_AVX512 static bool requant_flat(const ts_qconv_args *a, const int32_t *acc, i
     const int64_t K = L / 16, V = count / 16;
     __m512i big = _mm512_setzero_si512();
     int64_t v = 0, k = 0;
-    /* ORT's float32 product of the corrected sum, clamped, rounded half to even (no zero point) */
+    /* the float32 product of the corrected sum (plus the float bias), clamped, rounded half to
+     * even (no zero point) */
 #define TS_RQ(s, kk)                                                                               \
-    _mm512_cvtps_epi32(                                                                            \
-        _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(             \
+    _mm512_cvtps_epi32(_mm512_min_ps(                                                              \
+        _mm512_max_ps(_mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(             \
                                                       s, _mm512_loadu_si512(rc + 16 * (kk)))),     \
-                                                  _mm512_loadu_ps(fm + 16 * (kk))),                \
-                                    lo),                                                           \
-                      hi))
+                                                  _mm512_loadu_ps(fb + 16 * (kk))),                \
+                                    _mm512_loadu_ps(fm + 16 * (kk))),                              \
+                      lo),                                                                         \
+        hi))
     for (; v + 4 <= V; v += 4) {
         __m512i q[4];
         for (int j = 0; j < 4; j++) {
@@ -352,8 +355,9 @@ TS_AVX512 static bool requant_flat(const ts_qconv_args *a, const int32_t *acc, i
 }
 #else
 static bool requant_flat(const ts_qconv_args *a, const int32_t *acc, int64_t count,
-                         const int32_t *rc, const float *fm, int64_t L, bool check, uint8_t *out) {
-    (void)a, (void)acc, (void)count, (void)rc, (void)fm, (void)L, (void)check, (void)out;
+                         const int32_t *rc, const float *fb, const float *fm, int64_t L, bool check,
+                         uint8_t *out) {
+    (void)a, (void)acc, (void)count, (void)rc, (void)fb, (void)fm, (void)L, (void)check, (void)out;
     return false;
 }
 #endif
@@ -505,7 +509,7 @@ tsi_qdnnl_status tsi_qconv_dnnl(const ts_qconv_args *a) {
      * the own kernels) */
     const size_t xb = direct ? 0 : ((size_t)(hp * wp * C) + 63) & ~(size_t)63,
                  yb = ((size_t)(bh * OW * CO) * sizeof(int32_t) + 63) & ~(size_t)63,
-                 rb = (size_t)L * (sizeof(int32_t) + sizeof(float)),
+                 rb = (size_t)L * (sizeof(int32_t) + 2 * sizeof(float)),
                  tb = a->out_nhwc ? 0 : ((size_t)(P * CO) + 63) & ~(size_t)63;
     const qentry *e0 = slots[0].e;
     const size_t wbytes = dnnl_memory_desc_get_size(&e0->wprim),
@@ -519,7 +523,7 @@ tsi_qdnnl_status tsi_qconv_dnnl(const ts_qconv_args *a) {
     }
     uint8_t *xpad = buf, *tmp = buf + xb + yb + rb;
     int32_t *acc = (int32_t *)(void *)(buf + xb), *rowc = (int32_t *)(void *)(buf + xb + yb);
-    float *fm = (float *)(void *)(rowc + L);
+    float *fm = (float *)(void *)(rowc + L), *fb = fm + L;
     /* the weights and their channel sums: cached, or made in scratch for this call */
     wfill wf = {e0, a, stream, wsum_off};
     const void *wbuf = NULL;
@@ -549,6 +553,10 @@ tsi_qdnnl_status tsi_qconv_dnnl(const ts_qconv_args *a) {
     for (int64_t i = 0; i < L; i += CO) { /* repeated over L = lcm(CO, 16) for requant_flat */
         memcpy(rowc + i, rowc, (size_t)CO * sizeof *rowc);
         memcpy(fm + i, a->fmult, (size_t)CO * sizeof *fm);
+        if (a->acc_fbias)
+            memcpy(fb + i, a->acc_fbias, (size_t)CO * sizeof *fb);
+        else
+            memset(fb + i, 0, (size_t)CO * sizeof *fb);
     }
     mw = e0->mw;
     if (dnnl_memory_set_data_handle(mw, (void *)wbuf) != dnnl_success) goto done;
@@ -581,7 +589,7 @@ tsi_qdnnl_status tsi_qconv_dnnl(const ts_qconv_args *a) {
             if (dnnl_primitive_execute(sl->e->prim, stream, nargs, args) != dnnl_success ||
                 dnnl_stream_wait(stream) != dnnl_success)
                 goto done;
-            bad |= !requant_flat(a, acc, nb * OW * CO, rowc, fm, L, check,
+            bad |= !requant_flat(a, acc, nb * OW * CO, rowc, fb, fm, L, check,
                                  (a->out_nhwc ? on : tmp) + o0 * OW * CO);
         }
         if (!a->out_nhwc) transpose(tmp, CO, P, CO, on, P, 0);

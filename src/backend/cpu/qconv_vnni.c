@@ -13,7 +13,8 @@
  * xsum[p] + K * x_zp * w_zp[co] + bias[co] (xsum only when some w_zp is not 0); a block's last
  * tile runs 16 or 32 positions when that covers it. Depthwise convolutions: 16 output positions a
  * vector, x * (w - w_zp) in int32 per tap, - x_zp * sum(w - w_zp) folded into the bias.
- * Requantization: ONNX Runtime's float32 one (fmult) in vectors; the float64 one per element. */
+ * Requantization: ONNX Runtime's float32 one (fmult; with acc_fbias PyTorch's x86 one) in vectors;
+ * the float64 one per element. */
 #include "backend/cpu/qconv_vnni.h"
 
 #include <math.h>
@@ -157,7 +158,9 @@ requant16(const rq *r, __m512i v, int64_t rowc, int32_t wzp, const int32_t *xsum
         if (xsum && wzp)
             v = _mm512_sub_epi32(
                 v, _mm512_mullo_epi32(_mm512_loadu_si512(xsum), _mm512_set1_epi32(wzp)));
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(a->fmult[co]));
+        __m512 f = _mm512_cvtepi32_ps(v);
+        if (a->acc_fbias) f = _mm512_add_ps(f, _mm512_set1_ps(a->acc_fbias[co]));
+        f = _mm512_mul_ps(f, _mm512_set1_ps(a->fmult[co]));
         f = _mm512_min_ps(_mm512_max_ps(f, r->lo), r->hi);
         const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), r->zp);
         return a->out_unsigned ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);

@@ -225,7 +225,8 @@ struct QLPlan {
     int32_t *raw, *xsum, *wsum;
     int8_t *xcopy, *wcopy; /* non-NULL: x' / w written there contiguous (cuBLASLt's operands) */
     /* the epilogue */
-    int mode; /* 0 fmul, 1 out_acc, 2 out_f, 3 out_q (kern_qlinear.c's order of precedence) */
+    int mode; /* 0 fmul, 1 out_acc, 2 out_f, 3 out_q, 4 out_q with fmult (PyTorch's x86: fmul
+               * holds fmult, fadd acc_fbias); kern_qlinear.c's order of precedence */
     const int32_t *w_zp, *bias;
     const double *dparam; /* mult (3) or fscale (2) */
     const float *fmul, *fadd, *fbias;
@@ -314,6 +315,20 @@ TSC_HDI void ql_epilogue_at(const QLPlan &P, int64_t m, int64_t n) {
         const int32_t acc = (int32_t)(uint32_t)(uint64_t)acc0;
         const float p = q_fmul((float)acc, P.fmul[n]);
         P.out_f[o] = P.fadd ? q_fadd(p, P.fadd[n]) : p;
+        return;
+    }
+    if (P.mode == 4) { /* the sum wrapped to int32, + the float bias, * the multiplier */
+        float f = (float)(int32_t)(uint32_t)(uint64_t)acc0;
+        if (P.fadd) f = q_fadd(f, P.fadd[n]);
+        float r = rintf(q_fmul(f, P.fmul[n]));
+        r = r < (float)(P.out_min - P.out_zp)   ? (float)(P.out_min - P.out_zp)
+            : r > (float)(P.out_max - P.out_zp) ? (float)(P.out_max - P.out_zp)
+                                                : r;
+        const int32_t v = P.out_zp + (int32_t)r;
+        if (P.out_unsigned)
+            ((uint8_t *)P.out_q)[o] = (uint8_t)v;
+        else
+            ((int8_t *)P.out_q)[o] = (int8_t)v;
         return;
     }
     const int64_t acc = acc0 + (P.bias ? P.bias[n] : 0);
@@ -450,15 +465,18 @@ bool tsc_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) {
     P.w = a->w, P.w_strided = a->w_strided, P.w_sn = a->w_sn, P.w_sk = a->w_sk;
     P.w_flip = a->w_flip;
     P.x_zp = a->x_zp - (a->x_unsigned ? 128 : 0);
-    P.mode = a->fmul ? 0 : a->out_acc ? 1 : !a->out_q ? 2 : 3;
+    P.mode = a->fmul ? 0 : a->out_acc ? 1 : !a->out_q ? 2 : a->fmult ? 4 : 3;
     P.bias = a->bias, P.fbias = a->fbias;
     P.out_acc = a->out_acc, P.out_f = a->out_f, P.out_q = a->out_q;
     P.out_unsigned = a->out_unsigned;
     P.out_zp = a->out_zp, P.out_min = a->out_min, P.out_max = a->out_max;
 
     /* the host parameters in one table: [double param n][int32 w_zp n][float fmul n][fadd n] */
-    const size_t nd = P.mode >= 2 ? (size_t)N : 0, nf = P.mode == 0 ? (size_t)N : 0;
-    const size_t nfa = P.mode == 0 && a->fadd ? (size_t)N : 0;
+    const bool fq = P.mode == 4; /* fmult / acc_fbias in the fmul / fadd slots */
+    const float *fmul = fq ? a->fmult : a->fmul, *fadd = fq ? a->acc_fbias : a->fadd;
+    const size_t nd = P.mode == 2 || P.mode == 3 ? (size_t)N : 0,
+                 nf = P.mode == 0 || fq ? (size_t)N : 0;
+    const size_t nfa = nf && fadd ? (size_t)N : 0;
     const size_t tbytes = nd * 8 + (size_t)N * 4 + (nf + nfa) * 4;
     char *host = (char *)malloc(tbytes);
     if (!host) {
@@ -467,8 +485,8 @@ bool tsc_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) {
     }
     if (nd) memcpy(host, P.mode == 2 ? a->fscale : a->mult, nd * 8);
     memcpy(host + nd * 8, a->w_zp, (size_t)N * 4);
-    if (nf) memcpy(host + nd * 8 + (size_t)N * 4, a->fmul, nf * 4);
-    if (nfa) memcpy(host + nd * 8 + (size_t)N * 4 + nf * 4, a->fadd, nfa * 4);
+    if (nf) memcpy(host + nd * 8 + (size_t)N * 4, fmul, nf * 4);
+    if (nfa) memcpy(host + nd * 8 + (size_t)N * 4 + nf * 4, fadd, nfa * 4);
     char *table = (char *)upload(index, host, tbytes, what);
     free(host);
     if (!table) return false;

@@ -3,19 +3,15 @@ Conv2d, FloatFunctional / QFunctional. Each computes through one C function (inc
 quant.h); each saves and loads PyTorch's state-dict keys (weight / bias / scale / zero_point, and
 Linear's _packed_params), so a state dict from PyTorch's convert loads here.
 
-The float bias is held as PyTorch holds it and turned into the int32 bias the C kernels take,
-round(bias / (x_scale * w_scale[c])), per input scale (C ops: no per-element Python). PyTorch's
-fbgemm adds the float bias in float32 instead: the outputs agree within one quantum
-(docs/QUANTIZATION.md)."""
+The float bias is held as PyTorch holds it and passed as float32 to the C ops, which then compute
+in PyTorch's x86 arithmetic (fbgemm's float bias, src/ops/qrequant.c); a module without a bias
+passes zeros, which select that arithmetic and add nothing (docs/QUANTIZATION.md)."""
 import tessera
 from tessera import _C
 from tessera.nn.module import Module
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "FloatFunctional", "QFunctional",
            "Hardswish"]
-
-_INT32_MAX = 2147483647.0
-
 
 def _as_float(v):
     return float(v.item()) if isinstance(v, tessera.Tensor) else float(v)
@@ -25,28 +21,13 @@ def _as_int(v):
     return int(v.item()) if isinstance(v, tessera.Tensor) else int(v)
 
 
-def _weight_scales(w):
-    """w's scales as a float64 tensor, one per output channel (per tensor: one)"""
-    if w.qscheme() == "per_tensor_affine":
-        return tessera.tensor([w.q_scale()], dtype=tessera.float64)
-    return w.q_per_channel_scales()
-
-
-def _int32_bias(bias, x_scale, w):
-    """round_half_even(bias / (x_scale * w_scale)) as int32 (PyTorch's qnnpack / oneDNN rule)"""
-    if bias is None:
-        return None
-    q = (bias.double() / (_weight_scales(w) * x_scale)).round()
-    return q.clamp(-_INT32_MAX - 1, _INT32_MAX).to(tessera.int32)
-
-
 class _WeightedQuantized(Module):
     """what Linear and Conv2d share: the qint8 weight, the float bias, the output scale / zero
-    point and the int32 bias cached per input scale"""
+    point"""
 
     def _init_out(self, scale=1.0, zero_point=0):
         self.scale, self.zero_point = float(scale), int(zero_point)
-        self._bias_cache = {}
+        self._zero_bias = None
 
     def set_weight_bias(self, w, b):
         if not getattr(w, "is_quantized", False) or w.dtype != tessera.qint8:
@@ -57,7 +38,7 @@ class _WeightedQuantized(Module):
                              "channel along axis 0")
         self._w = w
         self._b = None if b is None else b.detach().float().contiguous()
-        self._bias_cache = {}
+        self._zero_bias = None
 
     def weight(self):
         return self._w
@@ -69,11 +50,13 @@ class _WeightedQuantized(Module):
         return self._w, self._b
 
     def _bias_for(self, x):
-        xs = x.q_scale()
-        b = self._bias_cache.get(xs)
-        if b is None and self._b is not None:
-            b = self._bias_cache[xs] = _int32_bias(self._b, xs, self._w)
-        return b
+        """the float32 bias the C op takes (zeros without one: PyTorch's x86 arithmetic either
+        way)"""
+        if self._b is not None:
+            return self._b
+        if self._zero_bias is None or self._zero_bias.device != self._w.device:
+            self._zero_bias = tessera.zeros(self._w.shape[0], device=self._w.device)
+        return self._zero_bias
 
     def _load_scale_zp(self, sd, prefix):
         self.scale = _as_float(sd[prefix + "scale"])
