@@ -296,8 +296,8 @@ def test_own_ptq_qparams_match_torch():
 @pytest.mark.parametrize("run", ["minmax", "x86"])
 def test_torch_state_dict_outputs(run):
     """PyTorch's converted state dict (its x86 qconfig: HistogramObserver (test_quant_observer.py),
-    only chose the numbers) loaded into Tessera's converted model: each layer's integers equal
-    PyTorch's or within one quantum of them"""
+    only chose the numbers) loaded into Tessera's converted model: every layer's integers are
+    PyTorch's (the conv and linear in its x86 arithmetic, the add's rounding)"""
     m = _converted(calibrate=False)
     sd = tessera.load(os.path.join(DATA, "quant_static_%s.pt" % run))
     m.load_state_dict(sd)
@@ -311,13 +311,9 @@ def test_torch_state_dict_outputs(run):
         a2 = m.skip.add(m.conv2(h), h)
         yq = m.fc(m.pool(a2))
         y = m(x)
-    # the first layer sees the same integers as PyTorch: one quantum at most
-    dh = [abs(p - t) for p, t in zip(flat(h.int_repr().tolist()), flat(r["h_int"]))]
-    assert max(dh) <= 1 and sum(d != 0 for d in dh) <= len(dh) // 20
-    # later layers: a one-quantum input difference times |w| / out_scale can add a step more
-    for got, want in ((a2, r["add_int"]), (yq, r["y_int"])):
-        d = [abs(p - t) for p, t in zip(flat(got.int_repr().tolist()), flat(want))]
-        assert max(d) <= 2 and sum(d != 0 for d in d) <= len(d) // 10
+    assert h.int_repr().tolist() == r["h_int"]
+    assert a2.int_repr().tolist() == r["add_int"]
+    assert yq.int_repr().tolist() == r["y_int"]
     assert yq.q_scale() == pytest.approx(r["y_scale"], rel=1e-7)
     assert y.tolist() == yq.dequantize().tolist()
 
