@@ -18,8 +18,13 @@ each a fresh process of this file's `worker` (ORT and PyTorch: $TORCH_PYTHON; Te
 runs then --iters timed ones; each side keeps its best median. PyTorch runs
 torchvision.models.quantization.NAME(quantize=False) with the same weights: fuse_model, prepare
 with get_default_qconfig('x86'), calibrate on the same batches, convert (engine 'x86').
+Side "eager" (Tessera's eager quantized modules, tessera.ao / tessera.vision.models.quantization,
+/usr/bin/python3): the same builder, fuse / prepare / calibrate / convert as PyTorch's side, then
+PyTorch's converted state dict loaded (the torch side saves it; run it first), so both compute
+with the same integers and qparams.
 Check: Tessera's output and ORT's on the same input are both multiples of the last
-DequantizeLinear's scale; the page gives the largest difference in those quanta (0: bit for bit).
+DequantizeLinear's scale; the page gives the largest difference in those quanta (0: bit for bit);
+eager against PyTorch likewise, in the converted model's last output scale.
 Peak: this host's AVX512-VNNI int8 peak per core is measured by bench/bench_peak_vnni.c (a tight
 vpdpbusd loop; build/bench/bench_peak_vnni, else compiled into the cache; --peak-gops overrides). Results merge into bench/results/quantization-speed.json;
 the page is bench/results/quantization-speed.md.
@@ -122,6 +127,28 @@ def worker(side, name, cache, size, batch, iters, threads, save):
         def fn():
             with tessera.no_grad():
                 return m(xt).numpy()
+    elif side == "eager":
+        import tessera
+        import tessera.ao.quantization as tq
+        import tessera.vision.models.quantization as tvq
+
+        tessera.set_num_threads(threads)
+        model = getattr(tvq, name)(quantize=False)
+        model.load_state_dict(tessera.load(os.path.join(cache, f"{name}_state.pt")))
+        model.eval()
+        model.fuse_model()
+        model.qconfig = tq.get_default_qconfig("x86")
+        tq.prepare(model, inplace=True)
+        with tessera.no_grad():
+            for b in np.load(os.path.join(cache, f"calib_s{size}.npy")):
+                model(tessera.from_numpy(b))
+        tq.convert(model, inplace=True)
+        model.load_state_dict(tessera.load(os.path.join(cache, f"{name}_s{size}_x86q.pt")))
+        xt = tessera.from_numpy(x)
+
+        def fn():
+            with tessera.no_grad():
+                return model(xt).numpy()
     else:
         import torch
         import torchvision.models.quantization as tq
@@ -138,6 +165,7 @@ def worker(side, name, cache, size, batch, iters, threads, save):
             for b in np.load(os.path.join(cache, f"calib_s{size}.npy")):
                 model(torch.from_numpy(b))
         torch.ao.quantization.convert(model, inplace=True)
+        torch.save(model.state_dict(), os.path.join(cache, f"{name}_s{size}_x86q.pt"))
         xt = torch.from_numpy(x)
 
         def fn():
@@ -158,11 +186,12 @@ def worker(side, name, cache, size, batch, iters, threads, save):
 
 
 def run_side(side, name, a, batch, save):
-    cmd = ["/usr/bin/python3" if side == "tessera" else TORCH_PY, os.path.abspath(__file__),
+    tess = side in ("tessera", "eager")
+    cmd = ["/usr/bin/python3" if tess else TORCH_PY, os.path.abspath(__file__),
            "worker", side, name, "--cache", a["cache"], "--size", str(a["size"]), "--batch",
            str(batch), "--iters", str(a["iters"]), "--threads", str(a["threads"]), "--save", save]
     env = dict(os.environ, OMP_NUM_THREADS=str(a["threads"]))
-    if side == "tessera":
+    if tess:
         env["PYTHONPATH"] = os.path.join(ROOT, "build", "python")
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a["timeout"])
@@ -189,10 +218,18 @@ def out_scale(qdq):
     return None
 
 
-def compare(qdq, a_npy, b_npy):
+def last_scale(state_dict_file):
+    """(torch-python) the converted model's last output scale: its state dict's last *.scale"""
+    import torch
+
+    sd = torch.load(state_dict_file)
+    return float([v for k, v in sd.items() if k.endswith(".scale")][-1])
+
+
+def compare(qdq, a_npy, b_npy, s=None):
     import numpy as np
 
-    s = out_scale(qdq)
+    s = s or out_scale(qdq)
     a, b = np.load(a_npy), np.load(b_npy)
     if a.shape != b.shape:
         return f"shapes {a.shape} {b.shape}"
@@ -255,6 +292,21 @@ def render(data):
            "output's scale (0: equal).", "",
            "| model | batch | size | ORT ms | PyTorch ms | Tessera ms | ratios vs ORT / PyTorch | quanta |",
            "|---|---|---|---|---|---|---|---|"] + rows
+    eager = []
+    for key in sorted(data["runs"]):
+        r = data["runs"][key]
+        p, e = r.get("torch", {}), r.get("eager", {})
+        if "ms" in p and "ms" in e:
+            eager.append(f"| {r['model']} | {r['batch']} | {r['size']} | {p['ms']:.1f} | "
+                         f"{e['ms']:.1f} | **{p['ms'] / e['ms']:.2f}** | {r.get('eager_quanta')} |")
+    if eager:
+        out += ["", "## Eager quantized modules against PyTorch's", "",
+                "Tessera's tessera.ao quantized modules (side `eager`) with PyTorch's converted "
+                "state dict, and PyTorch's x86 modules, in the same run. Ratio: PyTorch ms / "
+                "Tessera ms. Quanta: the largest difference of the outputs in the last output "
+                "scale.", "",
+                "| model | batch | size | PyTorch ms | Tessera eager ms | ratio | quanta |",
+                "|---|---|---|---|---|---|---|"] + eager
     if data.get("notes"):
         out += [""] + data["notes"]
     open(PAGE, "w").write("\n".join(out) + "\n")
@@ -274,7 +326,7 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--save", default="")
-    ap.add_argument("--sides", default="ort,tessera,torch")
+    ap.add_argument("--sides", default="ort,tessera,torch,eager")  # torch before eager
     ap.add_argument("--peak-gops", type=float, default=0)
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args(argv)
@@ -312,11 +364,16 @@ def main(argv):
             if "ms" in best.get("ort", {}) and "ms" in best.get("tessera", {}):
                 rec["quanta"] = compare(qdq, os.path.join(a.cache, "out_ort.npy"),
                                         os.path.join(a.cache, "out_tessera.npy"))
+            if "ms" in best.get("torch", {}) and "ms" in best.get("eager", {}):
+                rec["eager_quanta"] = compare(
+                    qdq, os.path.join(a.cache, "out_torch.npy"),
+                    os.path.join(a.cache, "out_eager.npy"),
+                    last_scale(os.path.join(a.cache, f"{name}_s{a.size}_x86q.pt")))
             key = f"{name}_b{batch}_s{a.size}_t{a.threads}"
             old = data["runs"].get(key, {})
             data["runs"][key] = dict(old, **rec)
             print(f"{key}: " + ", ".join(f"{s} {best[s].get('ms', best[s].get('error'))}" for s in best)
-                  + f"; quanta {rec.get('quanta')}", flush=True)
+                  + f"; quanta {rec.get('quanta')}, eager {rec.get('eager_quanta')}", flush=True)
     if not a.no_write:
         os.makedirs(os.path.dirname(JSON), exist_ok=True)
         json.dump(data, open(JSON, "w"), indent=1, sort_keys=True)
