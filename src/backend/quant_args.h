@@ -111,13 +111,20 @@ typedef struct ts_qconv_args {
 
 /* ONNX Runtime's QLinearAdd (com.microsoft) on n bytes: a [n] and b [n] (or one value when
  * b_scalar), uint8 or int8 (is_signed) alike, out [n] of that type: out = saturate(
- * round_half_even(fma(a, ra, fma(b, rb, fixed)))), each fma rounded once to float32. */
+ * round_half_even(fma(a, ra, fma(b, rb, fixed)))), each fma rounded once to float32.
+ * With torch: ts_quantized_add's arithmetic instead (its dequantize -> add [-> relu] -> quantize
+ * in one pass, quant_math.h's formulas): s = sa * (float)(a - za) + sb * (float)(b - zb), each
+ * product and the sum one float32 rounding, relu: max(s, 0), out = clamp(zp + nearbyintf(s *
+ * inv)) in float32 (b_scalar, ra, rb and fixed unused). */
 typedef struct ts_qlinear_add_args {
     int64_t n;
     const void *a, *b;
     void *out;
     bool is_signed, b_scalar;
     float ra, rb, fixed;
+    bool torch, relu;
+    float sa, sb, inv, zp;
+    int32_t za, zb;
 } ts_qlinear_add_args;
 
 /* Pooling over quantized integers (backend.h's qpool), planes [planes, H, W] -> [planes, OH, OW],

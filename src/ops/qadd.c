@@ -1,9 +1,12 @@
-/* qadd.c — quantized add (ts_quantized_add) and cat (ts_quantized_cat), PyTorch's arithmetic
- * composed of ops that exist: dequantize, the float op, quantize per tensor (include/tessera/
- * quant.h says which bits). */
+/* qadd.c — quantized add (ts_quantized_add) and cat (ts_quantized_cat), PyTorch's arithmetic:
+ * dequantize, the float op, quantize per tensor (include/tessera/quant.h says which bits). The
+ * add of two contiguous operands runs in one pass on devices with the qlinear_add kernel (cpu,
+ * sim: kern_qlinear_add.c's torch mode, the same formulas element by element); elsewhere, and for
+ * other layouts, the ops themselves run. */
 #include <stdlib.h>
 
 #include "autograd/trace.h"
+#include "backend/quant_math.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -24,11 +27,30 @@ ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_
     ts_device dev;
     if (!tsi_quant_binary_out(op, ts, out_scale, out_zero_point, &dev)) return NULL;
     ts_tensor *r = NULL;
-    ts_scope_begin();
-    ts_tensor *s = ts_add(ts_dequantize(a), ts_dequantize(b));
-    if (s && relu) s = ts_relu(s);
-    if (s) r = tsi_quantize_per_tensor(op, s, out_scale, out_zero_point, a->dtype);
-    ts_scope_end();
+    if (tsi_be(a)->qlinear_add && tsi_is_contiguous(a) && tsi_is_contiguous(b) &&
+        tsi_quant_kernel_ok(op, a)) {
+        r = tsi_new_quantized_pt(op, a->shape, a->dtype, dev, out_scale, out_zero_point);
+        const ts_qlinear_add_args args = {.n = tsi_numel(a->shape),
+                                          .a = tsi_kview(a).data,
+                                          .b = tsi_kview(b).data,
+                                          .out = r ? r->storage->data : NULL,
+                                          .is_signed = a->dtype == TS_QINT8,
+                                          .torch = true,
+                                          .relu = relu,
+                                          .sa = (float)a->quant->scales[0],
+                                          .sb = (float)b->quant->scales[0],
+                                          .inv = ts_qm_inv(out_scale),
+                                          .zp = (float)out_zero_point,
+                                          .za = (int32_t)a->quant->zero_points[0],
+                                          .zb = (int32_t)b->quant->zero_points[0]};
+        if (r && args.n) tsi_be(a)->qlinear_add(tsi_be(a), tsi_dev_index(a), &args);
+    } else {
+        ts_scope_begin();
+        ts_tensor *s = ts_add(ts_dequantize(a), ts_dequantize(b));
+        if (s && relu) s = ts_relu(s);
+        if (s) r = tsi_quantize_per_tensor(op, s, out_scale, out_zero_point, a->dtype);
+        ts_scope_end();
+    }
     /* traced for ONNX export (QDQ Add): the records of the ops above are not read */
     return tsi_trace(op, ts, 2, tsi_own(r), NULL, 0, NULL, 0);
 }

@@ -1,0 +1,96 @@
+/* test_quant_add.c — ts_quantized_add / add_relu's one pass (kern_qlinear_add.c's torch mode, cpu
+ * and sim) against its definition run op by op: ts_dequantize, ts_add, ts_relu,
+ * ts_quantize_per_tensor (which test_quant_ops.c and tests/python/test_quant_static.py check
+ * against references and PyTorch). Every byte equal: quint8 and qint8, relu, lengths around the
+ * 16-lane vectors and the parallel blocks, scales that saturate, on the portable loop and on
+ * AVX-512, on cpu and sim:0. (The op-by-op path itself runs on devices without the kernel.) */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_isa.h"
+#include "host_values.h"
+#include "tessera/quant.h"
+#include "ts_test.h"
+
+static uint32_t seed = 777;
+static int64_t rnd(int64_t lo, int64_t hi) {
+    seed = seed * 1664525u + 1013904223u;
+    return lo + (int64_t)((seed >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+static int64_t numel(ts_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
+    return n;
+}
+
+static ts_tensor *quantized(ts_shape s, bool sgn, double scale, int64_t zp) {
+    const int64_t n = numel(s);
+    uint8_t *v = malloc((size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = (uint8_t)rnd(0, 255);
+    ts_tensor *t = ts_make_per_tensor_quantized_tensor(
+        ts_from_data(s, sgn ? TS_I8 : TS_U8, v, (ts_opts){0}), scale, zp);
+    free(v);
+    return t;
+}
+
+/* the integers of a quantized tensor as doubles (exact) */
+static bool ints(ts_tensor *q, double *out, int64_t n) {
+    return q && ts_test_read_f64(ts_to(ts_int_repr(q), ts_cpu()), out, n);
+}
+
+static int add_case(ts_shape s, bool sgn, bool relu, double so, int64_t zo, ts_device dev) {
+    const int64_t n = numel(s);
+    ts_scope_begin();
+    ts_tensor *a = ts_to(
+        quantized(s, sgn, 0.0123 + 0.001 * (double)rnd(0, 9), rnd(-5, 5) + (sgn ? 0 : 128)), dev);
+    ts_tensor *b = ts_to(quantized(s, sgn, 0.0371, sgn ? -20 : 100), dev);
+    ts_tensor *y = ts_quantized_add(a, b, so, zo, relu);
+    ts_tensor *d = ts_add(ts_dequantize(a), ts_dequantize(b));
+    if (relu) d = ts_relu(d);
+    ts_tensor *want = ts_quantize_per_tensor(d, so, zo, sgn ? TS_QINT8 : TS_QUINT8);
+    double *g = malloc((size_t)(n ? n : 1) * sizeof *g),
+           *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    int bad = 0;
+    CHECK(y != NULL && want != NULL);
+    if (y && want && ints(y, g, n) && ints(want, w, n)) {
+        int64_t z = 0;
+        CHECK(ts_q_scale(y) == so && ts_q_zero_point(y, &z) == TS_OK && z == zo);
+        for (int64_t i = 0; i < n; i++)
+            if (g[i] != w[i] && bad++ < 3)
+                fprintf(stderr, "quantized_add%s %s n %lld on %s: [%lld] %g, op by op %g\n",
+                        relu ? "_relu" : "", sgn ? "qint8" : "quint8", (long long)n,
+                        ts_device_str(dev), (long long)i, g[i], w[i]);
+    }
+    CHECK_OK();
+    free(g), free(w);
+    ts_scope_end();
+    return bad;
+}
+
+static void test_one_pass(void) {
+    static const int64_t lens[] = {1, 15, 16, 17, 63, 64, 65, 300, 4096 + 33, 300001};
+    int bad = 0;
+    for (int isa = 0; isa < 2; isa++) {
+        atomic_store(&tsi_cpu_isa_chosen, isa == 0 ? TS_ISA_GENERIC : (int)tsi_cpu_isa_host());
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+            for (int v = 0; v < 8; v++) {
+                const bool sgn = v & 1, relu = v & 2, sat = v & 4;
+                /* sat: an output scale that pushes most sums past the byte range */
+                const double so = sat ? 0.0009 : 0.045;
+                const int64_t zo = sgn ? -7 : 60;
+                bad += add_case(TS_SHAPE(lens[l]), sgn, relu, so, zo, ts_cpu());
+                if (l == 8) bad += add_case(TS_SHAPE(lens[l]), sgn, relu, so, zo, ts_sim(0));
+            }
+    }
+    atomic_store(&tsi_cpu_isa_chosen, -1);
+    CHECK_EQ(bad, 0);
+}
+
+int main(void) {
+    ts_sim_configure(1, 0);
+    test_one_pass();
+    return ts_test_finish();
+}
