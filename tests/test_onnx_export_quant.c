@@ -342,6 +342,15 @@ static ts_tensor *one_op_forward(ts_module *self, ts_tensor *x) {
         return ts_dequantize(ts_quantize_per_tensor(x, 0.1, 0, TS_QUINT4X2));
     case 6: /* int_repr: the integers themselves, as the graph's uint8 output */
         return ts_int_repr(ts_quantize_per_tensor(x, 0.1, 128, TS_QUINT8));
+    case 7: { /* a convolution without bias (a C caller's NULL; power-of-two scales: exact) */
+        ts_tensor *q =
+            ts_quantize_per_tensor(ts_reshape(x, TS_SHAPE(2, 2, 2, 2)), 0.125, 128, TS_QUINT8);
+        const float wv[6] = {1.0f, -0.5f, 0.25f, 0.75f, -1.0f, 0.5f};
+        ts_tensor *w = ts_quantize_per_tensor(ts_tensor_f32(TS_SHAPE(3, 2, 1, 1), wv, (ts_opts){0}),
+                                              0.0625, 0, TS_QINT8);
+        const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+        return ts_dequantize(ts_quantized_conv2d(q, w, NULL, one, zero, one, 1, 0.25, 100, false));
+    }
     default: { /* a weight computed from the input */
         ts_tensor *q = ts_quantize_per_tensor(x, 0.1, 128, TS_QUINT8);
         ts_tensor *w = ts_quantize_per_tensor(ts_mul_scalar(x, 0.5), 0.1, 0, TS_QINT8);
@@ -371,7 +380,8 @@ static void test_refusals(void) {
 
 /* one op exported, re-imported and run: the eager values bit for bit, with n_dq DequantizeLinear
  * nodes and one node `op`. Cases: 4, a cat whose inputs have its parameters (no DequantizeLinear
- * but the last); 6, int_repr (the quantize's integers pass as they are: no DequantizeLinear) */
+ * but the last); 6, int_repr (the quantize's integers pass as they are: no DequantizeLinear); 7, a
+ * convolution without bias (the importer fuses its QDQ into one QDQConv) */
 static void test_exact_one_op(int which, int n_dq, const char *op) {
     ts_tensor *x = values(TS_SHAPE(2, 8), 5.0, 15);
     one_op *m = ts_module_alloc(sizeof *m, "OneOp", one_op_forward);
@@ -437,6 +447,7 @@ int main(void) {
     test_refusals();
     test_exact_one_op(4, 1, "Concat");
     test_exact_one_op(6, 0, "QuantizeLinear");
+    test_exact_one_op(7, 1, "QDQConv");
     test_dynamic_batch();
     unlink(path);
     rmdir(dir);

@@ -89,8 +89,44 @@ static void test_one_pass(void) {
     CHECK_EQ(bad, 0);
 }
 
+/* channels_last operands: two quantized convolutions' outputs (channels_last where the device's
+ * route prefers it, as PyTorch's x86 conv): the one pass keeps the layout, the same integers */
+static void test_channels_last(void) {
+    int bad = 0;
+    for (int v = 0; v < 4; v++) {
+        const bool sgn = v & 1, relu = v & 2;
+        ts_scope_begin();
+        const ts_shape xs = TS_SHAPE(2, 8, 9, 7), ws = TS_SHAPE(16, 8, 3, 3);
+        ts_tensor *x = quantized(xs, sgn, 0.02, sgn ? 0 : 128);
+        ts_tensor *w1 = quantized(ws, true, 0.01, 0), *w2 = quantized(ws, true, 0.013, 0);
+        const int64_t one[2] = {1, 1};
+        ts_tensor *a =
+                      ts_quantized_conv2d(x, w1, NULL, one, one, one, 1, 0.05, sgn ? 0 : 70, false),
+                  *b =
+                      ts_quantized_conv2d(x, w2, NULL, one, one, one, 1, 0.04, sgn ? 3 : 90, false);
+        CHECK(a && b);
+        if (a && b) {
+            const bool cl = ts_is_contiguous_format(a, TS_CHANNELS_LAST) && !ts_is_contiguous(a);
+            ts_tensor *y = ts_quantized_add(a, b, 0.06, sgn ? -5 : 64, relu);
+            ts_tensor *d = ts_add(ts_dequantize(a), ts_dequantize(b));
+            ts_tensor *want = ts_quantize_per_tensor(relu ? ts_relu(d) : d, 0.06, sgn ? -5 : 64,
+                                                     sgn ? TS_QINT8 : TS_QUINT8);
+            enum { N = 2 * 16 * 9 * 7 };
+            static double g[N], w[N];
+            CHECK(y && ints(y, g, N) && ints(want, w, N));
+            for (int i = 0; i < N; i++) bad += g[i] != w[i];
+            CHECK(!y || ts_is_contiguous_format(y, TS_CHANNELS_LAST) == cl);
+            printf("quantized conv outputs %s\n", cl ? "channels_last" : "NCHW");
+        }
+        CHECK_OK();
+        ts_scope_end();
+    }
+    CHECK_EQ(bad, 0);
+}
+
 int main(void) {
     ts_sim_configure(1, 0);
     test_one_pass();
+    test_channels_last();
     return ts_test_finish();
 }

@@ -232,6 +232,66 @@ static void test_refusals(void) {
     CHECK(!ts_quantized_linear_acc(xl, wl, b32));
     CHECK_ERR_HAS(TS_ERR_ARG, "quantized_linear_acc: bias must be int32 [3]");
     CHECK(ts_quantized_linear(xl, wl, b32, 0.2, 5, false) != NULL);
+    /* no output features: an empty [2, 0] output, the float bias empty too */
+    ts_tensor *w0 = ts_make_per_tensor_quantized_tensor(
+        ts_zeros(TS_SHAPE(0, 4), (ts_opts){.dtype = TS_I8}), 0.1, 0);
+    ts_tensor *y0 = ts_quantized_linear(xl, w0, ts_zeros(TS_SHAPE(0), (ts_opts){0}), 0.2, 5, false);
+    CHECK(y0 && ts_numel(y0) == 0 && ts_shape_of(y0).dims[1] == 0);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* the integers of y equal want's (both quantized, n values) */
+static bool same_ints(ts_tensor *y, ts_tensor *want, int64_t n) {
+    double a[256], b[256];
+    return y && want && n <= 256 && ts_test_read_f64(ts_int_repr(y), a, n) &&
+           ts_test_read_f64(ts_int_repr(want), b, n) && !memcmp(a, b, (size_t)n * sizeof *a);
+}
+
+/* every allocation of the float-bias conv and linear failed in turn: TS_ERR_OOM and no output,
+ * or (a failure absorbed: another route, an uncached weight) the fault-free run's integers */
+static void test_out_of_memory(void) {
+    ts_scope_begin();
+    const int64_t one[2] = {1, 1};
+    ts_tensor *x = ts_make_per_tensor_quantized_tensor(
+        ts_full(TS_SHAPE(1, 4, 5, 5), 130, (ts_opts){.dtype = TS_U8}), 0.03, 128);
+    ts_tensor *xl = ts_make_per_tensor_quantized_tensor(
+        ts_full(TS_SHAPE(3, 5), 131, (ts_opts){.dtype = TS_U8}), 0.03, 128);
+    ts_tensor *w = ts_make_per_tensor_quantized_tensor(
+        ts_full(TS_SHAPE(6, 4, 3, 3), 3, (ts_opts){.dtype = TS_I8}), 0.01, 0);
+    ts_tensor *wl = ts_make_per_tensor_quantized_tensor(
+        ts_full(TS_SHAPE(6, 5), -2, (ts_opts){.dtype = TS_I8}), 0.01, 0);
+    ts_tensor *b = ts_full(TS_SHAPE(6), 0.0037, (ts_opts){0});
+    int failed = 0, absorbed = 0;
+    for (int lin = 0; lin < 2; lin++) {
+        ts_tensor *want = lin ? ts_quantized_linear(xl, wl, b, 0.0005, 60, false)
+                              : ts_quantized_conv2d(x, w, b, one, one, one, 1, 0.0005, 60, false);
+        const int64_t n = want ? ts_numel(want) : 0;
+        bool whole = false;
+        for (int64_t k = 1; k <= 100 && !whole; k++) {
+            ts_scope_begin();
+            ts_fault_alloc_set(k);
+            ts_tensor *y = lin ? ts_quantized_linear(xl, wl, b, 0.0005, 60, false)
+                               : ts_quantized_conv2d(x, w, b, one, one, one, 1, 0.0005, 60, false);
+            const bool fired = ts_fault_alloc_fired();
+            ts_fault_alloc_set(-1);
+            if (!y) {
+                CHECK(fired);
+                CHECK_ERR(TS_ERR_OOM);
+                ts_error_clear();
+                failed++;
+            } else {
+                CHECK_OK();
+                CHECK(same_ints(y, want, n));
+                absorbed += fired;
+                whole = !fired;
+            }
+            ts_scope_end();
+        }
+        CHECK(whole);
+    }
+    printf("out of memory at %d allocations, each reported; %d absorbed\n", failed, absorbed);
+    CHECK(failed >= 4);
     CHECK_OK();
     ts_scope_end();
 }
@@ -241,5 +301,6 @@ int main(void) {
     test_discriminates();
     test_layers();
     test_refusals();
+    test_out_of_memory();
     return ts_test_finish();
 }

@@ -230,7 +230,8 @@ TS_API ts_status ts_choose_qparams_minmax(ts_tensor *min_val, ts_tensor *max_val
  * to out_zero_point), of x's dtype [N, Cout, OH, OW] with OH = (H + 2 pad - dil (KH - 1) - 1) /
  * stride + 1. Depthwise convolutions (groups = C = Cout) run a direct kernel, the rest im2col and
  * the int8 GEMM. stride, dilation >= 1, padding >= 0, groups dividing C and Cout; C / groups * KH *
- * KW at most 65536. */
+ * KW at most 65536. The output is channels_last where the device's int8 route prefers it (the CPU
+ * with oneDNN and AVX512-VNNI), as PyTorch's x86 conv answers; its values read as any tensor's. */
 TS_API ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
                                       const int64_t stride[2], const int64_t padding[2],
                                       const int64_t dilation[2], int64_t groups, double out_scale,

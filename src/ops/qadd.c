@@ -1,8 +1,8 @@
 /* qadd.c — quantized add (ts_quantized_add) and cat (ts_quantized_cat), PyTorch's arithmetic:
  * dequantize, the float op, quantize per tensor (include/tessera/quant.h says which bits). The
- * add of two contiguous operands runs in one pass on devices with the qlinear_add kernel (cpu,
- * sim: kern_qlinear_add.c's torch mode, the same formulas element by element); elsewhere, and for
- * other layouts, the ops themselves run. */
+ * add of two operands of one dense layout (NCHW, or channels_last: the output then too) runs in
+ * one pass on devices with the qlinear_add kernel (cpu, sim: kern_qlinear_add.c's torch mode, the
+ * same formulas element by element); elsewhere, and for mixed layouts, the ops themselves run. */
 #include <stdlib.h>
 
 #include "autograd/trace.h"
@@ -27,9 +27,13 @@ ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_
     ts_device dev;
     if (!tsi_quant_binary_out(op, ts, out_scale, out_zero_point, &dev)) return NULL;
     ts_tensor *r = NULL;
-    if (tsi_be(a)->qlinear_add && tsi_is_contiguous(a) && tsi_is_contiguous(b) &&
+    /* one pass over operands of one dense layout: NCHW, or channels_last (convolutions' outputs)
+     * with a channels_last output */
+    const bool cl = tsi_prefers_channels_last(a) && tsi_is_channels_last(b);
+    if (tsi_be(a)->qlinear_add && (cl || (tsi_is_contiguous(a) && tsi_is_contiguous(b))) &&
         tsi_quant_kernel_ok(op, a)) {
         r = tsi_new_quantized_pt(op, a->shape, a->dtype, dev, out_scale, out_zero_point);
+        if (r && cl) tsi_channels_last_strides(&a->shape, r->strides);
         const ts_qlinear_add_args args = {.n = tsi_numel(a->shape),
                                           .a = tsi_kview(a).data,
                                           .b = tsi_kview(b).data,

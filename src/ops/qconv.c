@@ -1,7 +1,7 @@
 /* qconv.c — the quantized 2-D convolution (ts_quantized_conv2d, include/tessera/quant.h) over the
- * backend's qconv kernel (cpu: kern_qconv.c). The output's memory format follows the input's (a
- * channels_last input, read where it lies, gives a channels_last output; any other strided input
- * is copied contiguous first): decision 0053. */
+ * backend's qconv kernel (cpu: kern_qconv.c). A channels_last input is read where it lies; the
+ * output is channels_last then, and for ts_quantized_conv2d also where the device's route prefers
+ * it (as PyTorch's x86 conv; any other strided input is copied contiguous first): decision 0053. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -268,8 +268,10 @@ bool tsi_qconv_prefers_channels_last(const ts_tensor *x) {
 ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, const int64_t stride[2],
                                const int64_t padding[2], const int64_t dilation[2], int64_t groups,
                                double out_scale, int64_t out_zero_point, bool relu) {
+    /* channels_last out where the device's route prefers it, as PyTorch's x86 conv (the next
+     * conv then reads it in place, the add and pools keep it: decision 0053) */
     ts_tensor *y = qconv("quantized_conv2d", x, w, bias, stride, padding, dilation, groups,
-                         out_scale, out_zero_point, relu, NULL, TS_QUINT8, false);
+                         out_scale, out_zero_point, relu, NULL, TS_QUINT8, true);
     if (!y) return NULL;
     /* traced for ONNX export (QDQ Conv): the geometry as conv2d records it, then relu */
     const int64_t ip[8] = {stride[0],   stride[1],   padding[0], padding[1],

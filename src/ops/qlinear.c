@@ -143,13 +143,18 @@ static void qlin_free(qlin *L) {
     free(L->w_zp);
 }
 
-/* runs the kernel with x (quantized per tensor, contiguous) and bias set up; false: error set */
+/* runs the kernel with x (quantized per tensor; read through a contiguous copy when strided: a
+ * channels_last convolution's output, flattened) and bias set up; false: error set */
 static bool qlin_run(const char *op, qlin *L, ts_tensor *x, ts_tensor *out) {
     if (L->a.m * L->a.n == 0) return true;
-    L->a.x = tsi_kview(x).data;
+    ts_tensor *xc = tsi_contiguous(op, x);
+    if (!xc) return false;
+    L->a.x = tsi_kview(xc).data;
     L->a.x_unsigned = x->dtype == TS_QUINT8;
     L->a.x_zp = (int32_t)x->quant->zero_points[0];
-    return tsi_be(out)->qlinear(tsi_be(out), tsi_dev_index(out), &L->a);
+    const bool ok = tsi_be(out)->qlinear(tsi_be(out), tsi_dev_index(out), &L->a);
+    ts_release(xc);
+    return ok;
 }
 
 static ts_tensor *quantized_linear_impl(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias,
@@ -212,7 +217,7 @@ static ts_tensor *quantized_linear_impl(const char *op, ts_tensor *x, ts_tensor 
         if (!(bc = tsi_contiguous(op, bias))) goto fail;
         L.a.bias = (const int32_t *)(void *)tsi_kview(bc).data;
     }
-    if (qlin_run(op, &L, x, out)) goto done; /* x: quantized tensors are contiguous (quant.h) */
+    if (qlin_run(op, &L, x, out)) goto done;
 fail:
     ts_release(out);
     out = NULL;
