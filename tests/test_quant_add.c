@@ -36,9 +36,38 @@ static ts_tensor *quantized(ts_shape s, bool sgn, double scale, int64_t zp) {
     return t;
 }
 
+/* a qint32 tensor of s (values well inside int32) */
+static ts_tensor *quantized32(ts_shape s, double scale, int64_t zp) {
+    const int64_t n = numel(s);
+    int32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)rnd(-100000, 100000);
+    ts_tensor *t =
+        ts_make_per_tensor_quantized_tensor(ts_from_data(s, TS_I32, v, (ts_opts){0}), scale, zp);
+    free(v);
+    return t;
+}
+
 /* the integers of a quantized tensor as doubles (exact) */
 static bool ints(ts_tensor *q, double *out, int64_t n) {
     return q && ts_test_read_f64(ts_to(ts_int_repr(q), ts_cpu()), out, n);
+}
+
+/* y (ts_quantized_add's) against the ops one after another, every integer */
+static int same_as_ops(ts_tensor *y, ts_tensor *a, ts_tensor *b, double so, int64_t zo, bool relu,
+                       ts_dtype dt) {
+    ts_tensor *d = ts_add(ts_dequantize(a), ts_dequantize(b));
+    ts_tensor *want = ts_quantize_per_tensor(relu ? ts_relu(d) : d, so, zo, dt);
+    const int64_t n = want ? ts_numel(want) : 0;
+    double *g = malloc((size_t)(n ? n : 1) * sizeof *g),
+           *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    int bad = 0;
+    CHECK(y && want && ts_numel(y) == n);
+    if (y && want && ints(y, g, n) && ints(want, w, n))
+        for (int64_t i = 0; i < n; i++) bad += g[i] != w[i];
+    else
+        bad++;
+    free(g), free(w);
+    return bad;
 }
 
 static int add_case(ts_shape s, bool sgn, bool relu, double so, int64_t zo, ts_device dev) {
@@ -124,9 +153,63 @@ static void test_channels_last(void) {
     CHECK_EQ(bad, 0);
 }
 
+/* a channels_last operand with an NCHW one (either order): the ops' path, the same integers; and
+ * qint32 operands, which the one pass does not take */
+static void test_other_operands(void) {
+    int bad = 0;
+    const int64_t one[2] = {1, 1};
+    for (int v = 0; v < 4; v++) {
+        const bool relu = v & 1, swap = v & 2;
+        ts_scope_begin();
+        ts_tensor *x = quantized(TS_SHAPE(1, 8, 6, 5), false, 0.02, 128);
+        ts_tensor *c = ts_quantized_conv2d(x, quantized(TS_SHAPE(8, 8, 3, 3), true, 0.01, 0), NULL,
+                                           one, one, one, 1, 0.05, 70, false);
+        ts_tensor *n = quantized(TS_SHAPE(1, 8, 6, 5), false, 0.03, 100);
+        ts_tensor *a = swap ? n : c, *b = swap ? c : n;
+        bad += same_as_ops(ts_quantized_add(a, b, 0.06, 64, relu), a, b, 0.06, 64, relu, TS_QUINT8);
+        ts_tensor *p = quantized32(TS_SHAPE(300), 0.001, 5),
+                  *q = quantized32(TS_SHAPE(300), 0.003, -9);
+        bad += same_as_ops(ts_quantized_add(p, q, 0.002, 7, relu), p, q, 0.002, 7, relu, TS_QINT32);
+        CHECK_OK();
+        ts_scope_end();
+    }
+    CHECK_EQ(bad, 0);
+}
+
+/* every allocation failed in turn: TS_ERR_OOM and no output, or the fault-free integers */
+static void test_out_of_memory(void) {
+    ts_scope_begin();
+    ts_tensor *a = quantized(TS_SHAPE(2, 40), false, 0.02, 128),
+              *b = quantized(TS_SHAPE(2, 40), false, 0.03, 100);
+    int failed = 0;
+    bool whole = false;
+    for (int64_t k = 1; k <= 50 && !whole; k++) {
+        ts_scope_begin();
+        ts_fault_alloc_set(k);
+        ts_tensor *y = ts_quantized_add(a, b, 0.05, 60, true);
+        const bool fired = ts_fault_alloc_fired();
+        ts_fault_alloc_set(-1);
+        if (!y) {
+            CHECK(fired);
+            CHECK_ERR(TS_ERR_OOM);
+            ts_error_clear();
+            failed++;
+        } else {
+            CHECK_EQ(same_as_ops(y, a, b, 0.05, 60, true, TS_QUINT8), 0);
+            whole = !fired;
+        }
+        ts_scope_end();
+    }
+    CHECK(whole && failed >= 1);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     ts_sim_configure(1, 0);
     test_one_pass();
     test_channels_last();
+    test_other_operands();
+    test_out_of_memory();
     return ts_test_finish();
 }

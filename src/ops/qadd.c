@@ -27,11 +27,11 @@ ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_
     ts_device dev;
     if (!tsi_quant_binary_out(op, ts, out_scale, out_zero_point, &dev)) return NULL;
     ts_tensor *r = NULL;
-    /* one pass over operands of one dense layout: NCHW, or channels_last (convolutions' outputs)
-     * with a channels_last output */
+    /* one pass over 8-bit operands of one dense layout: NCHW, or channels_last (convolutions'
+     * outputs) with a channels_last output; qint32 and mixed layouts take the ops */
     const bool cl = tsi_prefers_channels_last(a) && tsi_is_channels_last(b);
-    if (tsi_be(a)->qlinear_add && (cl || (tsi_is_contiguous(a) && tsi_is_contiguous(b))) &&
-        tsi_quant_kernel_ok(op, a)) {
+    if (tsi_be(a)->qlinear_add && a->dtype != TS_QINT32 &&
+        (cl || (tsi_is_contiguous(a) && tsi_is_contiguous(b)))) {
         r = tsi_new_quantized_pt(op, a->shape, a->dtype, dev, out_scale, out_zero_point);
         if (r && cl) tsi_channels_last_strides(&a->shape, r->strides);
         const ts_qlinear_add_args args = {.n = tsi_numel(a->shape),
