@@ -304,7 +304,13 @@ def render(data):
                 "Tessera's tessera.ao quantized modules (side `eager`) with PyTorch's converted "
                 "state dict, and PyTorch's x86 modules, in the same run. Ratio: PyTorch ms / "
                 "Tessera ms. Quanta: the largest difference of the outputs in the last output "
-                "scale.", "",
+                "scale. Each op computes PyTorch's x86 integers (docs/QUANTIZATION.md) except at "
+                "about 3-4 near ties a million, where PyTorch's oneDNN conv rounds otherwise; in "
+                "these random-weight networks a flipped integer grows layer by layer (ResNet-50, "
+                "each layer fed PyTorch's own input: 14 of 4.2M conv outputs differ, by 1; chained: "
+                "25-40% of layer3's outputs, up to 15), so the column measures the network's "
+                "sensitivity more than an op's error (the ONNX rows, whose arithmetic is ORT's "
+                "everywhere, are 0).", "",
                 "| model | batch | size | PyTorch ms | Tessera eager ms | ratio | quanta |",
                 "|---|---|---|---|---|---|---|"] + eager
     if data.get("notes"):

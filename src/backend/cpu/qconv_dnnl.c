@@ -299,8 +299,8 @@ static void pad_nhwc(const ts_qconv_args *a, const uint8_t *x, int64_t hp, int64
 #define TS_AVX512 __attribute__((target(TS_ISA_TARGET_AVX512)))
 
 /* count s32 sums (whole positions of [.][CO]) requantized into bytes; rc, fb and fm: each
- * channel's sum correction, float bias (PyTorch's x86 requantization; zeros otherwise: adding 0.0f
- * changes no value) and multiplier repeated over L = lcm(CO, 16) values, so that the sums are read
+ * channel's sum correction, float bias (PyTorch's x86 requantization; unread otherwise) and
+ * multiplier repeated over L = lcm(CO, 16) values, so that the sums are read
  * as one flat run of 16-lane vectors whatever CO is (24 or 40 channels: no masked vectors), four
  * vectors packed into 64 bytes at a time (the float clamp has put every value in the output's
  * range: the packs' saturation never acts); false: some |sum| >= 2^24 */
@@ -316,16 +316,18 @@ TS_AVX512 static bool requant_flat(const ts_qconv_args *a, const int32_t *acc, i
     const int64_t K = L / 16, V = count / 16;
     __m512i big = _mm512_setzero_si512();
     int64_t v = 0, k = 0;
-    /* the float32 product of the corrected sum (plus the float bias), clamped, rounded half to
+    /* the float32 product of the corrected sum (plus the float bias: PyTorch's x86; ORT's adds
+     * nothing, and skips the add, the branch hoisted out of the loops), clamped, rounded half to
      * even (no zero point) */
+    const bool add_fb = a->acc_fbias != NULL;
+#define TS_RQ_SUM(s, kk)                                                                           \
+    (add_fb ? _mm512_add_ps(                                                                       \
+                  _mm512_cvtepi32_ps(_mm512_add_epi32(s, _mm512_loadu_si512(rc + 16 * (kk)))),     \
+                  _mm512_loadu_ps(fb + 16 * (kk)))                                                 \
+            : _mm512_cvtepi32_ps(_mm512_add_epi32(s, _mm512_loadu_si512(rc + 16 * (kk)))))
 #define TS_RQ(s, kk)                                                                               \
     _mm512_cvtps_epi32(_mm512_min_ps(                                                              \
-        _mm512_max_ps(_mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(             \
-                                                      s, _mm512_loadu_si512(rc + 16 * (kk)))),     \
-                                                  _mm512_loadu_ps(fb + 16 * (kk))),                \
-                                    _mm512_loadu_ps(fm + 16 * (kk))),                              \
-                      lo),                                                                         \
-        hi))
+        _mm512_max_ps(_mm512_mul_ps(TS_RQ_SUM(s, kk), _mm512_loadu_ps(fm + 16 * (kk))), lo), hi))
     for (; v + 4 <= V; v += 4) {
         __m512i q[4];
         for (int j = 0; j < 4; j++) {
@@ -351,6 +353,7 @@ TS_AVX512 static bool requant_flat(const ts_qconv_args *a, const int32_t *acc, i
         if (++k == K) k = 0;
     }
 #undef TS_RQ
+#undef TS_RQ_SUM
     return !_mm512_cmpgt_epi32_mask(big, lim);
 }
 #else
@@ -553,10 +556,7 @@ tsi_qdnnl_status tsi_qconv_dnnl(const ts_qconv_args *a) {
     for (int64_t i = 0; i < L; i += CO) { /* repeated over L = lcm(CO, 16) for requant_flat */
         memcpy(rowc + i, rowc, (size_t)CO * sizeof *rowc);
         memcpy(fm + i, a->fmult, (size_t)CO * sizeof *fm);
-        if (a->acc_fbias)
-            memcpy(fb + i, a->acc_fbias, (size_t)CO * sizeof *fb);
-        else
-            memset(fb + i, 0, (size_t)CO * sizeof *fb);
+        if (a->acc_fbias) memcpy(fb + i, a->acc_fbias, (size_t)CO * sizeof *fb);
     }
     mw = e0->mw;
     if (dnnl_memory_set_data_handle(mw, (void *)wbuf) != dnnl_success) goto done;
