@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "fault_sweep.h"
 #include "host_values.h"
 #include "tessera/quant.h"
 #include "ts_test.h"
@@ -176,33 +177,53 @@ static void test_other_operands(void) {
     CHECK_EQ(bad, 0);
 }
 
-/* every allocation failed in turn: TS_ERR_OOM and no output, or the fault-free integers */
-static void test_out_of_memory(void) {
+/* the sweep of fault_sweep.h over one add: each failed allocation reported (TS_ERR_OOM naming
+ * the op, nothing leaked), the next run succeeds, and every result is the ops' integers */
+typedef struct add_sweep {
+    ts_tensor *a, *b, *y;
+} add_sweep;
+
+static void *add_setup(void) {
+    add_sweep *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
     ts_scope_begin();
-    ts_tensor *a = quantized(TS_SHAPE(2, 40), false, 0.02, 128),
-              *b = quantized(TS_SHAPE(2, 40), false, 0.03, 100);
-    int failed = 0;
-    bool whole = false;
-    for (int64_t k = 1; k <= 50 && !whole; k++) {
-        ts_scope_begin();
-        ts_fault_alloc_set(k);
-        ts_tensor *y = ts_quantized_add(a, b, 0.05, 60, true);
-        const bool fired = ts_fault_alloc_fired();
-        ts_fault_alloc_set(-1);
-        if (!y) {
-            CHECK(fired);
-            CHECK_ERR(TS_ERR_OOM);
-            ts_error_clear();
-            failed++;
-        } else {
-            CHECK_EQ(same_as_ops(y, a, b, 0.05, 60, true, TS_QUINT8), 0);
-            whole = !fired;
-        }
-        ts_scope_end();
-    }
-    CHECK(whole && failed >= 1);
-    CHECK_OK();
+    s->a = ts_retain(quantized(TS_SHAPE(2, 40), false, 0.02, 128));
+    s->b = ts_retain(quantized(TS_SHAPE(2, 40), false, 0.03, 100));
     ts_scope_end();
+    return s;
+}
+
+static bool add_run(void *p) {
+    add_sweep *s = p;
+    ts_release(s->y);
+    ts_scope_begin();
+    s->y = ts_retain(ts_quantized_add(s->a, s->b, 0.05, 60, true));
+    ts_scope_end();
+    return s->y && ts_error() == TS_OK;
+}
+
+static void add_check(void *p, bool ok) {
+    add_sweep *s = p;
+    if (!ok) return;
+    ts_scope_begin();
+    CHECK_EQ(same_as_ops(s->y, s->a, s->b, 0.05, 60, true, TS_QUINT8), 0);
+    ts_scope_end();
+}
+
+static void add_teardown(void *p) {
+    add_sweep *s = p;
+    ts_release(s->a), ts_release(s->b), ts_release(s->y);
+    free(s);
+}
+
+static void test_out_of_memory(void) {
+    const ts_sweep_case c = {.name = "quantized_add_relu, one pass",
+                             .setup = add_setup,
+                             .run = add_run,
+                             .teardown = add_teardown,
+                             .check = add_check};
+    const ts_sweep_stats st = ts_fault_sweep(&c, 50);
+    CHECK(st.oom >= 1 && st.oom == st.errors);
 }
 
 int main(void) {

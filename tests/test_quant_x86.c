@@ -20,6 +20,7 @@
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/qconv_dnnl.h"
 #include "backend/env_config.h"
+#include "fault_sweep.h"
 #include "host_values.h"
 #include "tessera/quant.h"
 #include "ts_test.h"
@@ -241,59 +242,78 @@ static void test_refusals(void) {
     ts_scope_end();
 }
 
-/* the integers of y equal want's (both quantized, n values) */
-static bool same_ints(ts_tensor *y, ts_tensor *want, int64_t n) {
-    double a[256], b[256];
-    return y && want && n <= 256 && ts_test_read_f64(ts_int_repr(y), a, n) &&
-           ts_test_read_f64(ts_int_repr(want), b, n) && !memcmp(a, b, (size_t)n * sizeof *a);
+/* the sweep of fault_sweep.h over the float-bias conv and linear: each failed allocation
+ * reported (TS_ERR_OOM naming the op, nothing leaked) or absorbed (another route, an uncached
+ * weight), and every result the fault-free run's integers */
+typedef struct x86_sweep {
+    bool lin;
+    ts_tensor *x, *w, *b, *want, *y;
+} x86_sweep;
+
+static ts_tensor *x86_layer(const x86_sweep *s) {
+    const int64_t one[2] = {1, 1};
+    return s->lin ? ts_quantized_linear(s->x, s->w, s->b, 0.0005, 60, false)
+                  : ts_quantized_conv2d(s->x, s->w, s->b, one, one, one, 1, 0.0005, 60, false);
 }
 
-/* every allocation of the float-bias conv and linear failed in turn: TS_ERR_OOM and no output,
- * or (a failure absorbed: another route, an uncached weight) the fault-free run's integers */
-static void test_out_of_memory(void) {
+static void *x86_setup(bool lin) {
+    x86_sweep *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->lin = lin;
     ts_scope_begin();
-    const int64_t one[2] = {1, 1};
-    ts_tensor *x = ts_make_per_tensor_quantized_tensor(
-        ts_full(TS_SHAPE(1, 4, 5, 5), 130, (ts_opts){.dtype = TS_U8}), 0.03, 128);
-    ts_tensor *xl = ts_make_per_tensor_quantized_tensor(
-        ts_full(TS_SHAPE(3, 5), 131, (ts_opts){.dtype = TS_U8}), 0.03, 128);
-    ts_tensor *w = ts_make_per_tensor_quantized_tensor(
-        ts_full(TS_SHAPE(6, 4, 3, 3), 3, (ts_opts){.dtype = TS_I8}), 0.01, 0);
-    ts_tensor *wl = ts_make_per_tensor_quantized_tensor(
-        ts_full(TS_SHAPE(6, 5), -2, (ts_opts){.dtype = TS_I8}), 0.01, 0);
-    ts_tensor *b = ts_full(TS_SHAPE(6), 0.0037, (ts_opts){0});
-    int failed = 0, absorbed = 0;
-    for (int lin = 0; lin < 2; lin++) {
-        ts_tensor *want = lin ? ts_quantized_linear(xl, wl, b, 0.0005, 60, false)
-                              : ts_quantized_conv2d(x, w, b, one, one, one, 1, 0.0005, 60, false);
-        const int64_t n = want ? ts_numel(want) : 0;
-        bool whole = false;
-        for (int64_t k = 1; k <= 100 && !whole; k++) {
-            ts_scope_begin();
-            ts_fault_alloc_set(k);
-            ts_tensor *y = lin ? ts_quantized_linear(xl, wl, b, 0.0005, 60, false)
-                               : ts_quantized_conv2d(x, w, b, one, one, one, 1, 0.0005, 60, false);
-            const bool fired = ts_fault_alloc_fired();
-            ts_fault_alloc_set(-1);
-            if (!y) {
-                CHECK(fired);
-                CHECK_ERR(TS_ERR_OOM);
-                ts_error_clear();
-                failed++;
-            } else {
-                CHECK_OK();
-                CHECK(same_ints(y, want, n));
-                absorbed += fired;
-                whole = !fired;
-            }
-            ts_scope_end();
-        }
-        CHECK(whole);
-    }
-    printf("out of memory at %d allocations, each reported; %d absorbed\n", failed, absorbed);
-    CHECK(failed >= 4);
-    CHECK_OK();
+    s->x = ts_retain(ts_make_per_tensor_quantized_tensor(
+        ts_full(lin ? TS_SHAPE(3, 5) : TS_SHAPE(1, 4, 5, 5), 130, (ts_opts){.dtype = TS_U8}), 0.03,
+        128));
+    s->w = ts_retain(
+        ts_make_per_tensor_quantized_tensor(ts_full(lin ? TS_SHAPE(6, 5) : TS_SHAPE(6, 4, 3, 3),
+                                                    lin ? -2 : 3, (ts_opts){.dtype = TS_I8}),
+                                            0.01, 0));
+    s->b = ts_retain(ts_full(TS_SHAPE(6), 0.0037, (ts_opts){0}));
+    s->want = ts_retain(x86_layer(s));
     ts_scope_end();
+    return s;
+}
+static void *conv_setup(void) { return x86_setup(false); }
+static void *linear_setup(void) { return x86_setup(true); }
+
+static bool x86_run(void *p) {
+    x86_sweep *s = p;
+    ts_release(s->y);
+    ts_scope_begin();
+    s->y = ts_retain(x86_layer(s));
+    ts_scope_end();
+    return s->y && ts_error() == TS_OK;
+}
+
+static void x86_check(void *p, bool ok) {
+    x86_sweep *s = p;
+    if (!ok) return;
+    enum { N = 150 }; /* the conv's 6 x 5 x 5 outputs, the linear's 3 x 6 */
+    double a[N], b[N];
+    const int64_t n = ts_numel(s->want);
+    ts_scope_begin();
+    CHECK(n <= N && ts_test_read_f64(ts_int_repr(s->y), a, n) &&
+          ts_test_read_f64(ts_int_repr(s->want), b, n) && !memcmp(a, b, (size_t)n * sizeof *a));
+    ts_scope_end();
+}
+
+static void x86_teardown(void *p) {
+    x86_sweep *s = p;
+    ts_release(s->x), ts_release(s->w), ts_release(s->b), ts_release(s->want), ts_release(s->y);
+    free(s);
+}
+
+static void test_out_of_memory(void) {
+    for (int lin = 0; lin < 2; lin++) {
+        const ts_sweep_case c = {.name = lin ? "quantized_linear, float bias"
+                                             : "quantized_conv2d, float bias",
+                                 .setup = lin ? linear_setup : conv_setup,
+                                 .run = x86_run,
+                                 .teardown = x86_teardown,
+                                 .check = x86_check};
+        const ts_sweep_stats st = ts_fault_sweep(&c, 100);
+        CHECK(st.oom >= 2 && st.oom == st.errors);
+    }
 }
 
 int main(void) {
