@@ -78,6 +78,16 @@ static inline TS_HD float ts_qm_fake(float x, float sc, float inv, int64_t zp, d
     return (float)TS_QM_DMUL(TS_QM_DSUB(c, (double)zp), (double)sc);
 }
 
+/* the float32 requantization of an int32 sum, less the output zero point: ONNX Runtime's
+ * QLinearConv (fb 0) and PyTorch's x86 engine (fbgemm: fb its float bias in units of the sum),
+ * clamp(nearbyintf(((float)acc + fb) * m)) to [lo, hi] (the output range less the zero point),
+ * each step one float32 rounding (adding 0.0f changes no value). Clamped before the rounding, as
+ * the vector kernels' max / min do (the bounds are integers: the same value), NaN to lo. */
+static inline TS_HD float ts_qm_requant_f32(int32_t acc, float fb, float m, float lo, float hi) {
+    const float f = TS_QM_FMUL(TS_QM_FADD((float)acc, fb), m);
+    return TS_QM_RINT(!(f >= lo) ? lo : f > hi ? hi : f);
+}
+
 /* dequantize one value: per tensor fbgemm's float scale times the int32 difference; per channel
  * PyTorch's dequantize_val, the float difference times the double scale */
 static inline TS_HD float ts_qm_dequantize(int64_t q, int64_t zp, double scale, bool per_tensor) {

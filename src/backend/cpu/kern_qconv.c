@@ -20,6 +20,7 @@
 #include "backend/cpu/qconv_vnni.h"
 #include "backend/env_config.h"
 #include "backend/omp_if.h"
+#include "backend/quant_math.h"
 
 static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
     return a->x_unsigned ? ((const uint8_t *)a->x)[i] : ((const int8_t *)a->x)[i];
@@ -27,14 +28,11 @@ static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
 
 static inline void store(const ts_qconv_args *a, int64_t o, int64_t acc, int64_t co) {
     double v;
-    if (a->fmult) { /* ONNX Runtime's: int32 sums, float32 product, clamped, rounded; PyTorch's
-                     * x86 one adds its float bias before the product */
-        float f = (float)(int32_t)(uint32_t)(uint64_t)acc;
-        if (a->acc_fbias) f += a->acc_fbias[co];
-        f *= a->fmult[co];
-        const float lo = (float)(a->out_min - a->out_zp), hi = (float)(a->out_max - a->out_zp);
-        f = !(f >= lo) ? lo : f > hi ? hi : f;
-        v = (double)a->out_zp + (double)nearbyintf(f);
+    if (a->fmult) { /* ONNX Runtime's or (a float bias) PyTorch's x86 float32 requantization */
+        v = (double)a->out_zp +
+            (double)ts_qm_requant_f32(
+                (int32_t)(uint32_t)(uint64_t)acc, a->acc_fbias ? a->acc_fbias[co] : 0.0f,
+                a->fmult[co], (float)(a->out_min - a->out_zp), (float)(a->out_max - a->out_zp));
     } else {
         v = (double)a->out_zp + nearbyint((double)acc * a->mult[co]);
         v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;

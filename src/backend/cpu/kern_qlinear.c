@@ -21,6 +21,7 @@
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/qgemm_vnni.h"
 #include "backend/omp_if.h"
+#include "backend/quant_math.h"
 #include "core/clones.h"
 
 static inline int32_t x_at(const ts_qlinear_args *a, int64_t i) {
@@ -153,13 +154,15 @@ static void epilogue(const ts_qlinear_args *a, int64_t m, int64_t n0, int64_t nn
         } else if (a->out_q) {
             double v;
             if (a->fmult) { /* PyTorch's x86 (fbgemm): int32 sum, + float bias, * multiplier */
-                float f = (float)(int32_t)(uint32_t)(uint64_t)acc;
-                if (a->acc_fbias) f += a->acc_fbias[n];
-                v = (double)a->out_zp + (double)nearbyintf(f * a->fmult[n]);
+                v = (double)a->out_zp +
+                    (double)ts_qm_requant_f32((int32_t)(uint32_t)(uint64_t)acc,
+                                              a->acc_fbias ? a->acc_fbias[n] : 0.0f, a->fmult[n],
+                                              (float)(a->out_min - a->out_zp),
+                                              (float)(a->out_max - a->out_zp));
             } else {
                 v = (double)a->out_zp + nearbyint((double)acc * a->mult[n]);
+                v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
             }
-            v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
             if (a->out_unsigned)
                 ((uint8_t *)a->out_q)[o] = (uint8_t)v;
             else

@@ -35,7 +35,8 @@
         const T *pa = a->a, *pb = a->b;                                                            \
         T *po = a->out;                                                                            \
         for (int64_t i = i0; i < i1; i++) {                                                        \
-            float s = a->sa * (float)(pa[i] - a->za) + a->sb * (float)(pb[i] - a->zb);             \
+            float s = ts_qm_dequantize(pa[i], a->za, a->sa, true) +                                \
+                      ts_qm_dequantize(pb[i], a->zb, a->sb, true);                                 \
             if (a->relu) s = s > 0.0f ? s : 0.0f;                                                  \
             po[i] = (T)ts_qm_quantize8(s, a->inv, a->zp, LO, HI, HI);                              \
         }                                                                                          \

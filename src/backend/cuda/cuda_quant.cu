@@ -318,13 +318,10 @@ TSC_HDI void ql_epilogue_at(const QLPlan &P, int64_t m, int64_t n) {
         return;
     }
     if (P.mode == 4) { /* the sum wrapped to int32, + the float bias, * the multiplier */
-        float f = (float)(int32_t)(uint32_t)(uint64_t)acc0;
-        if (P.fadd) f = q_fadd(f, P.fadd[n]);
-        float r = rintf(q_fmul(f, P.fmul[n]));
-        r = r < (float)(P.out_min - P.out_zp)   ? (float)(P.out_min - P.out_zp)
-            : r > (float)(P.out_max - P.out_zp) ? (float)(P.out_max - P.out_zp)
-                                                : r;
-        const int32_t v = P.out_zp + (int32_t)r;
+        const int32_t v =
+            P.out_zp + (int32_t)ts_qm_requant_f32(
+                           (int32_t)(uint32_t)(uint64_t)acc0, P.fadd ? P.fadd[n] : 0.0f, P.fmul[n],
+                           (float)(P.out_min - P.out_zp), (float)(P.out_max - P.out_zp));
         if (P.out_unsigned)
             ((uint8_t *)P.out_q)[o] = (uint8_t)v;
         else
