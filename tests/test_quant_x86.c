@@ -238,6 +238,18 @@ static void test_refusals(void) {
         ts_zeros(TS_SHAPE(0, 4), (ts_opts){.dtype = TS_I8}), 0.1, 0);
     ts_tensor *y0 = ts_quantized_linear(xl, w0, ts_zeros(TS_SHAPE(0), (ts_opts){0}), 0.2, 5, false);
     CHECK(y0 && ts_numel(y0) == 0 && ts_shape_of(y0).dims[1] == 0);
+    /* a NaN in the float bias: that channel's outputs the range's low end on every route (the
+     * vector kernels' max / min and the scalar and CUDA loops alike), no undefined cast */
+    const float bn[3] = {NAN, 0.0f, INFINITY};
+    for (int isa = 0; isa < 2; isa++) {
+        atomic_store(&tsi_cpu_isa_chosen, isa == 0 ? TS_ISA_GENERIC : (int)tsi_cpu_isa_host());
+        double v[6];
+        ts_tensor *yn = ts_quantized_linear(xl, wl, ts_tensor_f32(TS_SHAPE(3), bn, (ts_opts){0}),
+                                            0.2, 5, false);
+        CHECK(yn && ts_test_read_f64(ts_int_repr(yn), v, 6));
+        CHECK(v[0] == 0 && v[3] == 0 && v[1] == 5 && v[4] == 5 && v[2] == 255 && v[5] == 255);
+    }
+    atomic_store(&tsi_cpu_isa_chosen, -1);
     CHECK_OK();
     ts_scope_end();
 }
